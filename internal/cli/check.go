@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam"
+)
+
+func (a *app) checkCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check",
+		Short: "Verify every invariant over the whole database; exit 1 naming each violation",
+		Long: `Verify every invariant over the whole database, every tenant:
+
+  window         every closed row has valid_from < valid_to
+  belief_window  no row is retracted before it was recorded
+  overlap        the believed rows of a key never overlap in valid time
+  open           at most one believed row of a key is open
+  evidence       every fact has a source episode
+  foreign_key    every source and evidence link names an existing episode
+  integrity      the SQLite file itself is sound
+
+Exit status 0 when clean, 1 with one line per violation otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			vs, err := s.Check(a.ctx)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				if err := a.printJSON(vs); err != nil {
+					return err
+				}
+			} else {
+				for _, v := range vs {
+					where := ""
+					if v.Tenant != "" {
+						where = fmt.Sprintf(" %s/%s.%s", v.Tenant, v.Subject, v.Attribute)
+					}
+					fmt.Fprintf(a.stdout, "%s%s: %s\n", v.Rule, where, v.Message)
+				}
+			}
+			if len(vs) > 0 {
+				return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("check found %d violations", len(vs))}
+			}
+			if !a.jsonOut {
+				fmt.Fprintln(a.stdout, "ok: every invariant holds")
+			}
+			return nil
+		},
+	}
+}

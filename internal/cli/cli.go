@@ -1,0 +1,211 @@
+// Package cli is the sgam command line: every command, its flags and its
+// output. cmd/sgam/main.go only calls Main.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store"
+)
+
+// Exit statuses.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // the operation failed
+	ExitUsage   = 2 // bad input: a flag, an argument or a field
+)
+
+// app holds what every command shares: global flags and streams.
+type app struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+
+	db       string
+	tenant   string
+	jsonOut   bool
+	tenantSet bool // --tenant or $SGAM_TENANT was given, not the default
+}
+
+// usageError is bad input caught by the command line itself: an unknown
+// flag, a missing argument.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// Main runs the command line with args (without the program name) and
+// returns the exit status.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		err = usageError{err} // cobra's own, not a flag error
+	}
+	return a.report(err)
+}
+
+// report prints err and returns its exit status: ExitUsage for bad input,
+// ExitFailure for anything else.
+func (a *app) report(err error) int {
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(a.stderr, "sgam: %v\nRun 'sgam --help' for usage.\n", ue.err)
+		return ExitUsage
+	case sgam.ErrorCode(err) == sgam.Invalid:
+		fmt.Fprintf(a.stderr, "sgam: %v\n", err)
+		return ExitUsage
+	default:
+		code := sgam.ErrorCode(err)
+		if code == sgam.Internal {
+			fmt.Fprintf(a.stderr, "sgam: %v\n", err)
+		} else {
+			fmt.Fprintf(a.stderr, "sgam: %s: %v\n", code, err)
+		}
+		return ExitFailure
+	}
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sgam",
+		Short: "Schema-guided agent memory: a bitemporal fact ledger",
+		Long: `sgam stores what an agent knows as typed facts with validity windows (valid
+time), belief windows (transaction time), tenant scope and source episodes.
+A correction closes the old fact instead of deleting it, so sgam can always
+say which value is current, what was true at any instant, what was believed
+at any instant, and who said it.
+
+Instants are RFC 3339 with an offset (2026-06-03T10:00:00Z); values are JSON.
+Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if a.db == "" {
+				return sgam.Errorf(sgam.Invalid, "--db", "is empty")
+			}
+			a.tenantSet = cmd.Flags().Changed("tenant") || os.Getenv("SGAM_TENANT") != ""
+			return sgam.CheckTenant(a.tenant)
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.db, "db", envOr("SGAM_DB", "./sgam.db"), "database: a SQLite file path ($SGAM_DB)")
+	pf.StringVar(&a.tenant, "tenant", envOr("SGAM_TENANT", sgam.DefaultTenant), "tenant every command acts within ($SGAM_TENANT)")
+	pf.BoolVar(&a.jsonOut, "json", false, "print JSON instead of text")
+
+	root.AddCommand(
+		a.demoCommand(),
+		a.assertCommand(), a.retractCommand(),
+		a.getCommand(), a.stateCommand(), a.historyCommand(), a.traceCommand(),
+		a.episodeCommand(),
+		a.replayCommand(),
+		a.exportCommand(), a.importCommand(),
+		a.checkCommand(),
+		a.benchCommand(),
+	)
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	return root
+}
+
+// wrapArgs makes argument-count errors usage errors, recursively.
+func wrapArgs(c *cobra.Command) {
+	if c.Args != nil {
+		check := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// open opens the store named by --db.
+func (a *app) open(clock sgam.Clock) (sgam.Store, error) {
+	return store.Open(a.ctx, a.db, store.Options{Clock: clock})
+}
+
+// printJSON writes v as indented JSON.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// timeFlag parses an optional RFC 3339 flag value; empty is the zero time
+// (which reads and writes take as now).
+func timeFlag(flag, value string) (time.Time, error) {
+	if value == "" {
+		return time.Time{}, nil
+	}
+	return sgam.ParseTime("--"+flag, value)
+}
+
+// atFlags parses --as-of and --known-at.
+func atFlags(asOf, knownAt string) (sgam.At, error) {
+	var at sgam.At
+	var err error
+	if at.AsOf, err = timeFlag("as-of", asOf); err != nil {
+		return at, err
+	}
+	at.KnownAt, err = timeFlag("known-at", knownAt)
+	return at, err
+}
+
+// jsonValue parses a VALUE argument: any JSON value.
+func jsonValue(arg string) (json.RawMessage, error) {
+	v, err := sgam.CanonicalValue("VALUE", []byte(arg), sgam.DefaultMaxValueBytes)
+	if err != nil && !strings.ContainsAny(strings.TrimSpace(arg), `"{}[]`) && sgam.ErrorField(err) == "VALUE" &&
+		strings.Contains(sgam.ErrorMessage(err), "not valid JSON") {
+		return nil, sgam.Errorf(sgam.Invalid, "VALUE", "%q is not JSON; quote a string: '%q'", arg, arg)
+	}
+	return v, err
+}
+
+// now is the default instant of writes that name none.
+func now() time.Time { return time.Now() }
+
+// jsonMarshal is json.Marshal without HTML escaping.
+func jsonMarshal(v any) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
+}

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam"
+)
+
+func (a *app) episodeCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "episode",
+		Short: "Capture, list and show episodes: the raw inputs facts cite as sources",
+	}
+	c.AddCommand(a.episodeAddCommand(), a.episodeListCommand(), a.episodeShowCommand())
+	return c
+}
+
+func (a *app) episodeAddCommand() *cobra.Command {
+	var e sgam.Episode
+	var occurred, metadata, content, contentFile string
+	c := &cobra.Command{
+		Use:   "add",
+		Short: "Capture an episode (a message, a tool result, an event)",
+		Long: `Capture an episode. Its text comes from --content, or --content-file (- for
+standard input). Adding the same episode again is a no-op; adding a different
+one under the same --id or --idempotency-key is a conflict. An episode that a
+fact already named as its source is filled in.`,
+		Example: `  sgam episode add --id e2 --kind message --occurred-at 2026-06-03T10:00:00Z \
+    --content "Correction: the passport deadline is June 30."`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if e.OccurredAt, err = timeFlag("occurred-at", occurred); err != nil {
+				return err
+			}
+			if metadata != "" {
+				e.Metadata = json.RawMessage(metadata)
+			}
+			switch {
+			case content != "" && contentFile != "":
+				return sgam.Errorf(sgam.Invalid, "--content-file", "give either --content or --content-file, not both")
+			case contentFile == "-":
+				b, err := io.ReadAll(io.LimitReader(a.stdin, sgam.DefaultMaxContentBytes+1))
+				if err != nil {
+					return err
+				}
+				e.Content = string(b)
+			case contentFile != "":
+				b, err := os.ReadFile(contentFile)
+				if err != nil {
+					return sgam.Errorf(sgam.Invalid, "--content-file", "%v", err)
+				}
+				e.Content = string(b)
+			default:
+				e.Content = content
+			}
+			e.Tenant = a.tenant
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			stored, err := s.AddEpisode(a.ctx, e)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(stored)
+			}
+			fmt.Fprintln(a.stdout, stored.ID)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&e.ID, "id", "", "episode id (default: generated)")
+	f.StringVar(&e.Session, "session", "", "session or conversation id")
+	f.StringVar(&e.Kind, "kind", sgam.KindMessage, "kind: message, tool, event, user_confirmed, ...")
+	f.StringVar(&occurred, "occurred-at", "", "when it happened (RFC 3339; default now)")
+	f.StringVar(&metadata, "metadata", "", "a JSON object")
+	f.StringVar(&e.IdempotencyKey, "idempotency-key", "", "a key that makes retries of this capture no-ops")
+	f.StringVar(&content, "content", "", "the episode's text")
+	f.StringVar(&contentFile, "content-file", "", "read the text from a file (- for standard input)")
+	return c
+}
+
+func (a *app) episodeListCommand() *cobra.Command {
+	var q sgam.EpisodeQuery
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List episodes, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q.Tenant = a.tenant
+			if q.Limit < 1 || q.Limit > 10000 {
+				return sgam.Errorf(sgam.Invalid, "--limit", "must be between 1 and 10000, not %d", q.Limit)
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			eps, err := s.Episodes(a.ctx, q)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(eps)
+			}
+			for _, e := range eps {
+				printEpisode(a.stdout, e, false)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&q.Session, "session", "", "only this session")
+	c.Flags().IntVar(&q.Limit, "limit", 100, "at most this many (1 to 10000)")
+	return c
+}
+
+func (a *app) episodeShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one episode with its content",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			e, err := s.Episode(a.ctx, a.tenant, args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(e)
+			}
+			printEpisode(a.stdout, e, true)
+			return nil
+		},
+	}
+}

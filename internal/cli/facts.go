@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam"
+)
+
+func (a *app) assertCommand() *cobra.Command {
+	var validFrom, source string
+	c := &cobra.Command{
+		Use:   "assert SUBJECT ATTRIBUTE VALUE",
+		Short: "Assert that SUBJECT's ATTRIBUTE is VALUE (JSON) from --valid-from on",
+		Long: `Assert that SUBJECT's ATTRIBUTE is VALUE from --valid-from on (default now),
+on the evidence of episode --source. VALUE is JSON: quote strings ('"Oslo"').
+
+A value already starting at the same instant is a repeat (no change, the
+source is added as evidence) or, if different, a conflict. A value that
+started earlier is closed at --valid-from, not deleted. An assertion
+earlier than every stored value ends where the next one starts.`,
+		Example: `  sgam assert mira passport_deadline '"2026-06-30"' --valid-from 2026-06-03T10:00:00Z --source e2`,
+		Args:    cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			value, err := jsonValue(args[2])
+			if err != nil {
+				return err
+			}
+			vf, err := timeFlag("valid-from", validFrom)
+			if err != nil {
+				return err
+			}
+			if source == "" {
+				return sgam.Errorf(sgam.Invalid, "--source", "is required: the episode that supports this fact (a missing one is created as a placeholder; capture its text with 'sgam episode add')")
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if vf.IsZero() {
+				vf = now()
+			}
+			r, err := s.Assert(a.ctx, sgam.Assertion{Key: a.key(args[0], args[1]), Value: value, ValidFrom: vf, Source: source})
+			if err != nil {
+				return err
+			}
+			return a.printWrite(r)
+		},
+	}
+	c.Flags().StringVar(&validFrom, "valid-from", "", "when the value starts to hold (RFC 3339; default now)")
+	c.Flags().StringVar(&source, "source", "", "id of the supporting episode (required)")
+	return c
+}
+
+func (a *app) retractCommand() *cobra.Command {
+	var at, source string
+	c := &cobra.Command{
+		Use:   "retract SUBJECT ATTRIBUTE",
+		Short: "Record that SUBJECT's ATTRIBUTE has no value from --at on",
+		Long: `Record that SUBJECT's ATTRIBUTE has no value from --at on (default now), on
+the evidence of episode --source: "I no longer prefer X". The retraction is
+kept as a tombstone with its source, so history shows it, and a delayed
+assertion that arrives later stops where it starts.`,
+		Example: `  sgam retract mira favourite_music --at 2026-07-01T00:00:00Z --source e7`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := timeFlag("at", at)
+			if err != nil {
+				return err
+			}
+			if source == "" {
+				return sgam.Errorf(sgam.Invalid, "--source", "is required: the episode that supports the retraction")
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if t.IsZero() {
+				t = now()
+			}
+			r, err := s.Retract(a.ctx, sgam.Retraction{Key: a.key(args[0], args[1]), At: t, Source: source})
+			if err != nil {
+				return err
+			}
+			return a.printWrite(r)
+		},
+	}
+	c.Flags().StringVar(&at, "at", "", "when the attribute stops having a value (RFC 3339; default now)")
+	c.Flags().StringVar(&source, "source", "", "id of the supporting episode (required)")
+	return c
+}
+
+func (a *app) key(subject, attribute string) sgam.Key {
+	return sgam.Key{Tenant: a.tenant, Subject: subject, Attribute: attribute}
+}
+
+func (a *app) printWrite(r sgam.WriteResult) error {
+	if a.jsonOut {
+		return a.printJSON(r)
+	}
+	if r.NoChange {
+		fmt.Fprintln(a.stdout, "no change: the same value already starts at that instant; the source was added as evidence")
+	}
+	printFact(a.stdout, r.Fact)
+	return nil
+}
+
+func (a *app) getCommand() *cobra.Command {
+	var asOf, knownAt string
+	c := &cobra.Command{
+		Use:   "get SUBJECT ATTRIBUTE",
+		Short: "Print the value of SUBJECT's ATTRIBUTE now, --as-of a valid instant, --known-at a belief instant",
+		Long: `Print the value of SUBJECT's ATTRIBUTE, with its windows and sources.
+
+  --as-of V     what was true in the world at V (default now)
+  --known-at K  as the store believed it at K (default now)
+
+Prints "(no value)" when there was none: never asserted, or retracted.`,
+		Example: `  sgam get mira passport_deadline
+  sgam get mira passport_deadline --as-of 2026-06-02T00:00:00Z
+  sgam get mira passport_deadline --as-of 2026-06-04T00:00:00Z --known-at 2026-06-03T09:59:00Z`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			at, err := atFlags(asOf, knownAt)
+			if err != nil {
+				return err
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			f, err := s.Get(a.ctx, a.key(args[0], args[1]), at)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(f)
+			}
+			if f == nil {
+				fmt.Fprintln(a.stdout, "(no value)")
+				return nil
+			}
+			printFact(a.stdout, *f)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&asOf, "as-of", "", "valid instant (RFC 3339; default now)")
+	c.Flags().StringVar(&knownAt, "known-at", "", "belief instant (RFC 3339; default now)")
+	return c
+}
+
+func (a *app) stateCommand() *cobra.Command {
+	var asOf, knownAt string
+	c := &cobra.Command{
+		Use:   "state SUBJECT",
+		Short: "Print every attribute of SUBJECT that has a value (now, or --as-of / --known-at)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			at, err := atFlags(asOf, knownAt)
+			if err != nil {
+				return err
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			facts, err := s.State(a.ctx, a.tenant, args[0], at)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(facts)
+			}
+			if len(facts) == 0 {
+				fmt.Fprintln(a.stdout, "(no values)")
+				return nil
+			}
+			printFacts(a.stdout, facts, true)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&asOf, "as-of", "", "valid instant (RFC 3339; default now)")
+	c.Flags().StringVar(&knownAt, "known-at", "", "belief instant (RFC 3339; default now)")
+	return c
+}
+
+func (a *app) historyCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "history SUBJECT ATTRIBUTE",
+		Short: "Print every row of SUBJECT's ATTRIBUTE, retracted rows and tombstones too, in write order",
+		Long: `Print every row of SUBJECT's ATTRIBUTE in the order they were written, with
+both windows: VALID FROM/TO (valid time) and RECORDED/RETRACTED (transaction
+time). A row that a later write shortened is retracted, not edited; its
+closed copy follows it.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			facts, err := s.History(a.ctx, a.key(args[0], args[1]))
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(facts)
+			}
+			if len(facts) == 0 {
+				fmt.Fprintln(a.stdout, "(no rows)")
+				return nil
+			}
+			printFacts(a.stdout, facts, false)
+			return nil
+		},
+	}
+}
+
+func (a *app) traceCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "trace FACT_ID",
+		Short: "Print a fact's supersedes chain and its source episodes with their content",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id <= 0 {
+				return sgam.Errorf(sgam.Invalid, "FACT_ID", "%q is not a fact id (a positive integer)", args[0])
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			tr, err := s.Trace(a.ctx, a.tenant, id)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(tr)
+			}
+			fmt.Fprintln(a.stdout, "chain (newest first):")
+			printFacts(a.stdout, tr.Chain, false)
+			fmt.Fprintln(a.stdout, "\nsource episodes:")
+			for _, e := range tr.Episodes {
+				printEpisode(a.stdout, e, false)
+			}
+			return nil
+		},
+	}
+}

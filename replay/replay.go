@@ -1,0 +1,373 @@
+// Package replay runs a JSONL script of ledger operations against a store
+// and writes one JSONL result per operation, in order. It is how fixed
+// episode sequences are replayed and the ledger inspected after each turn.
+//
+// Operations (tenant may be left out: the runner's default tenant applies):
+//
+//	{"op":"clock","now":"2026-06-03T10:00:00Z"}
+//	{"op":"episode","tenant":"acme","episode_id":"e2","kind":"message","content":"...","occurred_at":"..."}
+//	{"op":"assert","tenant":"acme","subject":"mira","attribute":"passport_deadline","value":"2026-06-30","valid_from":"...","source":"e2"}
+//	{"op":"retract","tenant":"acme","subject":"mira","attribute":"passport_deadline","at":"...","source":"e3"}
+//	{"op":"get","tenant":"acme","subject":"mira","attribute":"passport_deadline","as_of":"...","known_at":"..."}
+//	{"op":"history","tenant":"acme","subject":"mira","attribute":"passport_deadline"}
+//	{"op":"state","tenant":"acme","subject":"mira","as_of":"...","known_at":"..."}
+//	{"op":"trace","tenant":"acme","fact_id":4}
+//
+// Results: {"ok":true}, {"ok":true,"fact":{...}}, {"ok":true,"fact":null},
+// {"ok":true,"no_change":true,"fact":{...}}, {"ok":true,"facts":[...]},
+// {"ok":true,"episode":{...}}, {"ok":true,"trace":{...}} or
+// {"ok":false,"error":{"code":"conflict","field":"valid_from","message":"..."}}.
+// A failed line changes nothing and the replay goes on. Blank lines are
+// skipped and produce no result.
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sgam-dev/sgam"
+)
+
+// MaxLineBytes bounds one script line.
+const MaxLineBytes = 8 << 20
+
+// Op is one parsed script line.
+type Op struct {
+	Name           string
+	Now            time.Time
+	Tenant         string
+	EpisodeID      string
+	Session        string
+	Kind           string
+	Content        string
+	OccurredAt     time.Time
+	Metadata       json.RawMessage
+	IdempotencyKey string
+	Subject        string
+	Attribute      string
+	Value          json.RawMessage
+	ValidFrom      time.Time
+	At             time.Time
+	Source         string
+	AsOf           time.Time
+	KnownAt        time.Time
+	FactID         int64
+}
+
+// fields lists, for each operation, the fields it takes; required ones
+// are marked with a leading '!'.
+var fields = map[string][]string{
+	"clock":   {"!now"},
+	"episode": {"tenant", "episode_id", "session", "kind", "content", "occurred_at", "metadata", "idempotency_key"},
+	"assert":  {"tenant", "!subject", "!attribute", "!value", "!valid_from", "!source"},
+	"retract": {"tenant", "!subject", "!attribute", "!at", "!source"},
+	"get":     {"tenant", "!subject", "!attribute", "as_of", "known_at"},
+	"history": {"tenant", "!subject", "!attribute"},
+	"state":   {"tenant", "!subject", "as_of", "known_at"},
+	"trace":   {"tenant", "!fact_id"},
+}
+
+func opNames() string {
+	names := make([]string, 0, len(fields))
+	for n := range fields {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// ParseLine parses one script line. Errors are *sgam.Error naming the
+// field: a missing or unknown field, a field the operation does not take,
+// a malformed timestamp or JSON value.
+func ParseLine(line []byte) (Op, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if err := dec.Decode(&raw); err != nil {
+		return Op{}, sgam.Errorf(sgam.Invalid, "line", "is not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return Op{}, sgam.Errorf(sgam.Invalid, "line", "holds more than one JSON value")
+	}
+	if raw == nil {
+		return Op{}, sgam.Errorf(sgam.Invalid, "line", "is not a JSON object")
+	}
+	var op Op
+	if err := str(raw, "op", &op.Name); err != nil {
+		return op, err
+	}
+	allowed, ok := fields[op.Name]
+	if !ok {
+		if op.Name == "" {
+			return op, sgam.Errorf(sgam.Invalid, "op", "is required: one of %s", opNames())
+		}
+		return op, sgam.Errorf(sgam.Invalid, "op", "%q is not an operation: one of %s", op.Name, opNames())
+	}
+	takes := map[string]bool{"op": true}
+	for _, f := range allowed {
+		takes[strings.TrimPrefix(f, "!")] = true
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "" {
+			return op, sgam.Errorf(sgam.Invalid, "line", "has a field with an empty name")
+		}
+		if !takes[k] {
+			return op, sgam.Errorf(sgam.Invalid, k, "is not a field of %s (it takes %s)", op.Name, strings.Join(trimBang(allowed), ", "))
+		}
+	}
+	for _, f := range allowed {
+		if name, required := strings.CutPrefix(f, "!"); required {
+			if _, ok := raw[name]; !ok {
+				return op, sgam.Errorf(sgam.Invalid, name, "is required by %s", op.Name)
+			}
+		}
+	}
+	if v, ok := raw["tenant"]; ok && string(v) == `""` {
+		return op, sgam.Errorf(sgam.Invalid, "tenant", "is empty; leave it out to use the default tenant")
+	}
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	add(timeField(raw, "now", &op.Now))
+	add(str(raw, "tenant", &op.Tenant))
+	add(str(raw, "episode_id", &op.EpisodeID))
+	add(str(raw, "session", &op.Session))
+	add(str(raw, "kind", &op.Kind))
+	add(str(raw, "content", &op.Content))
+	add(timeField(raw, "occurred_at", &op.OccurredAt))
+	add(str(raw, "idempotency_key", &op.IdempotencyKey))
+	add(str(raw, "subject", &op.Subject))
+	add(str(raw, "attribute", &op.Attribute))
+	add(timeField(raw, "valid_from", &op.ValidFrom))
+	add(timeField(raw, "at", &op.At))
+	add(str(raw, "source", &op.Source))
+	add(timeField(raw, "as_of", &op.AsOf))
+	add(timeField(raw, "known_at", &op.KnownAt))
+	if v, ok := raw["fact_id"]; ok {
+		if err := json.Unmarshal(v, &op.FactID); err != nil || op.FactID <= 0 {
+			add(sgam.Errorf(sgam.Invalid, "fact_id", "must be a positive integer"))
+		}
+	}
+	if v, ok := raw["value"]; ok {
+		op.Value = v
+	}
+	if v, ok := raw["metadata"]; ok && string(v) != "null" {
+		op.Metadata = v
+	}
+	for _, err := range errs {
+		if err != nil {
+			return op, err
+		}
+	}
+	return op, nil
+}
+
+func trimBang(fs []string) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = strings.TrimPrefix(f, "!")
+	}
+	return out
+}
+
+func str(raw map[string]json.RawMessage, name string, dst *string) error {
+	v, ok := raw[name]
+	if !ok {
+		return nil
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		return sgam.Errorf(sgam.Invalid, name, "must be a string")
+	}
+	return nil
+}
+
+func timeField(raw map[string]json.RawMessage, name string, dst *time.Time) error {
+	var s string
+	if _, ok := raw[name]; !ok {
+		return nil
+	}
+	if err := str(raw, name, &s); err != nil {
+		return err
+	}
+	t, err := sgam.ParseTime(name, s)
+	if err != nil {
+		return err
+	}
+	*dst = t
+	return nil
+}
+
+// Result is one line of output.
+type Result struct {
+	OK       bool            `json:"ok"`
+	NoChange bool            `json:"no_change,omitempty"`
+	Fact     json.RawMessage `json:"fact,omitempty"` // "null" when a read found no value
+	Facts    *[]sgam.Fact    `json:"facts,omitempty"`
+	Episode  *sgam.Episode   `json:"episode,omitempty"`
+	Trace    *sgam.Trace     `json:"trace,omitempty"`
+	Error    *ErrorBody      `json:"error,omitempty"`
+}
+
+// ErrorBody is the error of a failed line.
+type ErrorBody struct {
+	Code    sgam.Code `json:"code"`
+	Field   string    `json:"field,omitempty"`
+	Message string    `json:"message"`
+}
+
+// Runner executes script lines against a store.
+type Runner struct {
+	Store sgam.Store
+	// Clock is the store's transaction-time clock, set by "clock" lines.
+	Clock *sgam.ManualClock
+	// Tenant applies to lines that name none.
+	Tenant string
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	Lines  int `json:"lines"`
+	Failed int `json:"failed"`
+}
+
+// Run executes every line of in and writes one result line per operation to
+// out. It stops only on an I/O error or a cancelled context; a failed
+// operation is reported in its result line.
+func (r *Runner) Run(ctx context.Context, in io.Reader, out io.Writer) (Stats, error) {
+	var st Stats
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 1<<16), MaxLineBytes)
+	bw := bufio.NewWriter(out)
+	defer bw.Flush()
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for sc.Scan() {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		st.Lines++
+		res := r.Line(ctx, line)
+		if !res.OK {
+			st.Failed++
+		}
+		if err := enc.Encode(res); err != nil {
+			return st, err
+		}
+		// Flush per line, so a caller driving the replay interactively
+		// sees each result as soon as it exists.
+		if err := bw.Flush(); err != nil {
+			return st, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return st, fmt.Errorf("line %d is longer than %d bytes", st.Lines+1, MaxLineBytes)
+		}
+		return st, err
+	}
+	return st, nil
+}
+
+// Line executes one script line.
+func (r *Runner) Line(ctx context.Context, line []byte) Result {
+	op, err := ParseLine(line)
+	if err != nil {
+		return failure(err)
+	}
+	res, err := r.Exec(ctx, op)
+	if err != nil {
+		return failure(err)
+	}
+	return res
+}
+
+func failure(err error) Result {
+	return Result{Error: &ErrorBody{Code: sgam.ErrorCode(err), Field: sgam.ErrorField(err), Message: sgam.ErrorMessage(err)}}
+}
+
+// Exec executes one parsed operation.
+func (r *Runner) Exec(ctx context.Context, op Op) (Result, error) {
+	tenant := op.Tenant
+	if tenant == "" {
+		tenant = r.Tenant
+	}
+	key := sgam.Key{Tenant: tenant, Subject: op.Subject, Attribute: op.Attribute}
+	at := sgam.At{AsOf: op.AsOf, KnownAt: op.KnownAt}
+	switch op.Name {
+	case "clock":
+		if r.Clock == nil {
+			return Result{}, sgam.Errorf(sgam.Invalid, "op", "this replay has no settable clock")
+		}
+		r.Clock.Set(op.Now)
+		return Result{OK: true}, nil
+	case "episode":
+		e, err := r.Store.AddEpisode(ctx, sgam.Episode{Tenant: tenant, ID: op.EpisodeID, Session: op.Session, Kind: op.Kind,
+			Content: op.Content, OccurredAt: op.OccurredAt, Metadata: op.Metadata, IdempotencyKey: op.IdempotencyKey})
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{OK: true, Episode: &e}, nil
+	case "assert":
+		w, err := r.Store.Assert(ctx, sgam.Assertion{Key: key, Value: op.Value, ValidFrom: op.ValidFrom, Source: op.Source})
+		if err != nil {
+			return Result{}, err
+		}
+		return written(w)
+	case "retract":
+		w, err := r.Store.Retract(ctx, sgam.Retraction{Key: key, At: op.At, Source: op.Source})
+		if err != nil {
+			return Result{}, err
+		}
+		return written(w)
+	case "get":
+		f, err := r.Store.Get(ctx, key, at)
+		if err != nil {
+			return Result{}, err
+		}
+		b, err := json.Marshal(f)
+		return Result{OK: true, Fact: b}, err
+	case "history":
+		fs, err := r.Store.History(ctx, key)
+		return facts(fs, err)
+	case "state":
+		fs, err := r.Store.State(ctx, tenant, op.Subject, at)
+		return facts(fs, err)
+	case "trace":
+		tr, err := r.Store.Trace(ctx, tenant, op.FactID)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{OK: true, Trace: &tr}, nil
+	}
+	return Result{}, sgam.Errorf(sgam.Invalid, "op", "%q is not an operation", op.Name)
+}
+
+func written(w sgam.WriteResult) (Result, error) {
+	b, err := json.Marshal(w.Fact)
+	return Result{OK: true, NoChange: w.NoChange, Fact: b}, err
+}
+
+func facts(fs []sgam.Fact, err error) (Result, error) {
+	if err != nil {
+		return Result{}, err
+	}
+	if fs == nil {
+		fs = []sgam.Fact{}
+	}
+	return Result{OK: true, Facts: &fs}, nil
+}

@@ -1,0 +1,116 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/replay"
+	"github.com/sgam-dev/sgam/store/sqlite"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func newRunner(t *testing.T) (*replay.Runner, sgam.Store) {
+	clock := &sgam.ManualClock{}
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "r.db"), sqlite.Options{Clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return &replay.Runner{Store: s, Clock: clock, Tenant: "default"}, s
+}
+
+// TestGolden replays testdata/*.jsonl and compares the results with the
+// .golden files beside them (regenerate with -update).
+func TestGolden(t *testing.T) {
+	scripts, err := filepath.Glob("testdata/*.jsonl")
+	require.NoError(t, err)
+	require.NotEmpty(t, scripts)
+	for _, script := range scripts {
+		t.Run(filepath.Base(script), func(t *testing.T) {
+			in, err := os.ReadFile(script)
+			require.NoError(t, err)
+			r, s := newRunner(t)
+			var out bytes.Buffer
+			st, err := r.Run(context.Background(), bytes.NewReader(in), &out)
+			require.NoError(t, err)
+			golden := strings.TrimSuffix(script, ".jsonl") + ".golden"
+			if *update {
+				require.NoError(t, os.WriteFile(golden, out.Bytes(), 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err)
+			require.Equal(t, string(want), out.String())
+
+			nonBlank := 0
+			for _, l := range strings.Split(string(in), "\n") {
+				if strings.TrimSpace(l) != "" {
+					nonBlank++
+				}
+			}
+			require.Equal(t, nonBlank, st.Lines, "one result per operation")
+			require.Equal(t, nonBlank, strings.Count(out.String(), "\n"))
+			v, err := s.Check(context.Background())
+			require.NoError(t, err)
+			require.Empty(t, v, "failed lines left nothing half-written")
+		})
+	}
+}
+
+// TestBadLinesNameTheField checks each kind of bad line's error field.
+func TestBadLinesNameTheField(t *testing.T) {
+	r, _ := newRunner(t)
+	big := `"` + strings.Repeat("x", sgam.DefaultMaxValueBytes) + `"`
+	for _, c := range []struct{ line, code, field string }{
+		{`{"op":"fly"}`, "invalid", "op"},
+		{`{"subject":"m"}`, "invalid", "op"},
+		{`{"op":"get","subject":"m","attribute":"a","as_of":"2026-06-02"}`, "invalid", "as_of"},
+		{`{"op":"get","subject":"m","attribute":"a","known_at":"2026-06-02T10:00:00"}`, "invalid", "known_at"},
+		{`{"op":"get","subject":"m","attribute":"a","as_of":"2026-13-02T10:00:00Z"}`, "invalid", "as_of"},
+		{`{"op":"assert","subject":"m","attribute":"a","value":` + big + `,"valid_from":"2026-06-02T00:00:00Z","source":"e"}`, "invalid", "value"},
+		{`{"op":"assert","subject":"m","attribute":"a","value":1,"valid_from":"2026-06-02T00:00:00Z"}`, "invalid", "source"},
+		{`{"op":"assert","subject":"m","attribute":"a","value":1,"valid_from":"2026-06-02T00:00:00Z","source":7}`, "invalid", "source"},
+		{`{"op":"history","subject":"m","attribute":"a","value":1}`, "invalid", "value"},
+		{`{"op":"trace","fact_id":-3}`, "invalid", "fact_id"},
+		{`{"op":"trace","fact_id":99}`, "not_found", "fact_id"},
+		{`[1,2]`, "invalid", "line"},
+		{`{"op":"get"} {"op":"get"}`, "invalid", "line"},
+	} {
+		res := r.Line(context.Background(), []byte(c.line))
+		require.False(t, res.OK, c.line)
+		require.Equal(t, c.code, string(res.Error.Code), "%s: %s", c.line, res.Error.Message)
+		require.Equal(t, c.field, res.Error.Field, "%s: %s", c.line, res.Error.Message)
+		require.NotEmpty(t, res.Error.Message)
+	}
+}
+
+func FuzzParseLine(f *testing.F) {
+	seeds, _ := os.ReadFile("testdata/passport.jsonl")
+	for _, l := range strings.Split(string(seeds), "\n") {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		op, err := replay.ParseLine(line)
+		if err != nil {
+			if sgam.ErrorCode(err) != sgam.Invalid || sgam.ErrorField(err) == "" {
+				t.Fatalf("error without a field: %v", err)
+			}
+			return
+		}
+		if op.Name == "" {
+			t.Fatalf("parsed an operation without a name from %q", line)
+		}
+		for _, tm := range []time.Time{op.Now, op.OccurredAt, op.ValidFrom, op.At, op.AsOf, op.KnownAt} {
+			if !tm.IsZero() && (tm.Location() != time.UTC || tm.Nanosecond()%1000 != 0) {
+				t.Fatalf("instant %v is not UTC microseconds", tm)
+			}
+		}
+	})
+}

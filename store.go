@@ -1,0 +1,68 @@
+package sgam
+
+import (
+	"context"
+)
+
+// Store is a bitemporal fact ledger. Every method is scoped to a tenant and
+// never reads or writes another tenant's rows. Errors are *Error values:
+// Invalid (naming the field) for bad input, NotFound, Conflict, Unavailable;
+// a failed write leaves nothing half-written.
+type Store interface {
+	// AddEpisode captures an episode. An empty ID gets a generated one, a
+	// zero OccurredAt is now. Adding an identical episode again, or one with
+	// the same IdempotencyKey and content, returns the stored one; a
+	// different episode under the same ID or key is a Conflict. A placeholder
+	// (kind "unknown", created by a write that named the episode first) is
+	// filled in.
+	AddEpisode(ctx context.Context, e Episode) (Episode, error)
+	// Episode returns one episode, or NotFound.
+	Episode(ctx context.Context, tenant, id string) (Episode, error)
+	// Episodes lists a tenant's episodes, oldest first.
+	Episodes(ctx context.Context, q EpisodeQuery) ([]Episode, error)
+
+	// Assert writes a value under the rules of DESIGN 2.1: a row at the same
+	// valid_from with the same value is an idempotent repeat (NoChange), with
+	// a different value a Conflict; a row containing valid_from is retracted
+	// and re-inserted closed at valid_from, the new row taking the rest of its
+	// window; an assertion before every row ends at the next row. A source
+	// episode that does not exist is created as a placeholder.
+	Assert(ctx context.Context, a Assertion) (WriteResult, error)
+	// Retract asserts that the key has no value from r.At on: a tombstone row
+	// under the same rules as Assert.
+	Retract(ctx context.Context, r Retraction) (WriteResult, error)
+	// AssertMany applies assertions in order in one transaction, with one
+	// transaction time: all of them or, on the first error (its field
+	// prefixed "assertions[i]"), none.
+	AssertMany(ctx context.Context, as []Assertion) ([]WriteResult, error)
+
+	// Get returns the value of key at (at.AsOf, at.KnownAt), or nil when the
+	// key had no value then (never asserted, or retracted).
+	Get(ctx context.Context, key Key, at At) (*Fact, error)
+	// State returns every attribute of a subject that has a value at the
+	// given instants, ordered by attribute.
+	State(ctx context.Context, tenant, subject string, at At) ([]Fact, error)
+	// History returns every row of key, retracted rows and tombstones too,
+	// in the order they were written.
+	History(ctx context.Context, key Key) ([]Fact, error)
+	// Trace returns the supersedes chain of a fact and its source episodes,
+	// or NotFound when the tenant has no such fact.
+	Trace(ctx context.Context, tenant string, factID int64) (Trace, error)
+
+	// Check verifies every invariant over the whole store, all tenants.
+	Check(ctx context.Context) ([]Violation, error)
+
+	// ExportEpisodes and ExportFacts stream every row of a tenant (all
+	// tenants when tenant is empty) exactly as stored: episodes by tenant and
+	// id, facts by id.
+	ExportEpisodes(ctx context.Context, tenant string, fn func(Episode) error) error
+	ExportFacts(ctx context.Context, tenant string, fn func(StoredFact) error) error
+	// Import restores exported rows in one transaction, ids and both time
+	// axes unchanged. Rows already present and identical are counted and
+	// skipped, so an interrupted import can be run again; a different row
+	// under a present id, or rows that would break an invariant, are a
+	// Conflict and nothing of the batch is written.
+	Import(ctx context.Context, b ImportBatch) (ImportStats, error)
+
+	Close() error
+}

@@ -1,0 +1,115 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/temporal"
+)
+
+// Check implements sgam.Store. It reads one snapshot of the whole file.
+func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, mapErr("check", err)
+	}
+	defer tx.Rollback()
+	out := []sgam.Violation{}
+
+	// The temporal invariants, key by key, in index order.
+	rows, err := tx.QueryContext(ctx, `SELECT tenant, subject, attribute, fact_id, valid_from, valid_to, recorded_at, retracted_at
+		FROM facts ORDER BY tenant, subject, attribute, valid_from`)
+	if err != nil {
+		return nil, mapErr("check", err)
+	}
+	var cur sgam.Key
+	var keyRows []temporal.Row
+	flushKey := func() {
+		for _, p := range temporal.Check(keyRows) {
+			out = append(out, sgam.Violation{Rule: p.Rule, Tenant: cur.Tenant, Subject: cur.Subject,
+				Attribute: cur.Attribute, FactIDs: p.IDs, Message: p.Message})
+		}
+		keyRows = keyRows[:0]
+	}
+	for rows.Next() {
+		var k sgam.Key
+		var r temporal.Row
+		var validTo, retractedAt sql.NullInt64
+		if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &r.ID, &r.ValidFrom, &validTo, &r.RecordedAt, &retractedAt); err != nil {
+			rows.Close()
+			return nil, mapErr("check", err)
+		}
+		r.ValidTo, r.RetractedAt = openIfNull(validTo), openIfNull(retractedAt)
+		if k != cur {
+			flushKey()
+			cur = k
+		}
+		keyRows = append(keyRows, r)
+	}
+	flushKey()
+	if err := rows.Close(); err != nil {
+		return nil, mapErr("check", err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("check", err)
+	}
+
+	// Row-level rules, each a query that lists offenders.
+	perFact := []struct{ rule, query, message string }{
+		{"evidence", `SELECT f.fact_id, f.tenant, f.subject, f.attribute FROM facts f
+			WHERE f.source IS NULL AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id)`,
+			"fact %d has no evidence episode"},
+		{"evidence_tenant", `SELECT DISTINCT f.fact_id, f.tenant, f.subject, f.attribute FROM evidence e JOIN facts f ON f.fact_id = e.fact_id
+			WHERE e.tenant <> f.tenant`,
+			"fact %d has evidence from another tenant"},
+		{"value", `SELECT fact_id, tenant, subject, attribute FROM facts WHERE value IS NOT NULL AND NOT json_valid(value)`,
+			"fact %d holds a value that is not valid JSON"},
+	}
+	for _, c := range perFact {
+		rows, err := tx.QueryContext(ctx, c.query)
+		if err != nil {
+			return nil, mapErr("check "+c.rule, err)
+		}
+		for rows.Next() {
+			var v sgam.Violation
+			var id int64
+			if err := rows.Scan(&id, &v.Tenant, &v.Subject, &v.Attribute); err != nil {
+				rows.Close()
+				return nil, mapErr("check "+c.rule, err)
+			}
+			v.Rule, v.FactIDs, v.Message = c.rule, []int64{id}, fmt.Sprintf(c.message, id)
+			out = append(out, v)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, mapErr("check "+c.rule, err)
+		}
+	}
+
+	// Foreign keys (evidence -> episodes, evidence -> facts) and the file.
+	fk, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		return nil, mapErr("check foreign keys", err)
+	}
+	for fk.Next() {
+		var table, parent string
+		var rowid sql.NullInt64
+		var fkid int
+		if err := fk.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			fk.Close()
+			return nil, mapErr("check foreign keys", err)
+		}
+		out = append(out, sgam.Violation{Rule: "foreign_key", Message: fmt.Sprintf("a row of %s points at a missing row of %s", table, parent)})
+	}
+	fk.Close()
+	var integrity string
+	if err := tx.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&integrity); err != nil {
+		return nil, mapErr("check integrity", err)
+	}
+	if integrity != "ok" {
+		out = append(out, sgam.Violation{Rule: "integrity", Message: "SQLite quick_check: " + integrity})
+	}
+	return out, nil
+}

@@ -1,0 +1,159 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+
+	"github.com/sgam-dev/sgam"
+)
+
+const episodeColumns = `tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, '')`
+
+func scanEpisode(sc scanner) (sgam.Episode, error) {
+	var e sgam.Episode
+	var occurred, recorded int64
+	var metadata []byte
+	if err := sc.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &occurred, &recorded, &metadata, &e.IdempotencyKey); err != nil {
+		return e, err
+	}
+	e.OccurredAt = sgam.FromMicros(occurred)
+	e.RecordedAt = sgam.FromMicros(recorded)
+	if metadata != nil {
+		e.Metadata = metadata
+	}
+	return e, nil
+}
+
+// AddEpisode implements sgam.Store.
+func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, error) {
+	explicitTime := !e.OccurredAt.IsZero()
+	now := s.clock.Now()
+	e, err := s.limits.CheckEpisode(e, now)
+	if err != nil {
+		return e, err
+	}
+	commit, rollback, err := s.begin(ctx)
+	if err != nil {
+		return e, err
+	}
+	defer rollback()
+
+	if e.IdempotencyKey != "" {
+		have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND idempotency_key = ?2`, e.Tenant, e.IdempotencyKey))
+		switch {
+		case err == nil:
+			if e.ID == "" {
+				e.ID = have.ID
+			}
+			if !sameEpisode(have, e, explicitTime) {
+				return e, sgam.Errorf(sgam.Conflict, "idempotency_key", "episode %s was already captured under idempotency key %q with different content", have.ID, e.IdempotencyKey)
+			}
+			return have, nil
+		case err != sql.ErrNoRows:
+			return e, mapErr("add episode", err)
+		}
+	}
+	if e.ID == "" {
+		e.ID = newEpisodeID()
+	}
+	have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, e.Tenant, e.ID))
+	switch {
+	case err == sql.ErrNoRows:
+		e.RecordedAt = sgam.FromMicros(sgam.Micros(now))
+		if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
+			sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey)); err != nil {
+			return e, mapErr("add episode", err)
+		}
+	case err != nil:
+		return e, mapErr("add episode", err)
+	case isPlaceholder(have):
+		// A write named this episode before it was captured: fill it in,
+		// keeping when the store first heard of it.
+		e.RecordedAt = have.RecordedAt
+		if _, err := s.w.ExecContext(ctx, `UPDATE episodes SET session = ?, kind = ?, content = ?, occurred_at = ?, metadata = ?, idempotency_key = ?
+			WHERE tenant = ? AND episode_id = ?`, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
+			nullString(string(e.Metadata)), nullString(e.IdempotencyKey), e.Tenant, e.ID); err != nil {
+			return e, mapErr("add episode", err)
+		}
+	case sameEpisode(have, e, explicitTime):
+		return have, nil
+	default:
+		return e, sgam.Errorf(sgam.Conflict, "episode_id", "episode %s already exists with different content", e.ID)
+	}
+	if err := commit(); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// isPlaceholder reports whether e was created by a write that named it as a
+// source before it was captured.
+func isPlaceholder(e sgam.Episode) bool {
+	return e.Kind == sgam.KindUnknown && e.Content == "" && e.Session == "" && e.Metadata == nil && e.IdempotencyKey == ""
+}
+
+// sameEpisode reports whether e repeats have. occurred_at counts only when
+// the caller gave it: a retry that defaulted it to "now" is still a repeat.
+func sameEpisode(have, e sgam.Episode, explicitTime bool) bool {
+	return have.Session == e.Session && have.Kind == e.Kind && have.Content == e.Content &&
+		bytes.Equal(have.Metadata, e.Metadata) && have.IdempotencyKey == e.IdempotencyKey &&
+		(!explicitTime || have.OccurredAt.Equal(e.OccurredAt)) && (e.ID == "" || have.ID == e.ID)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Episode implements sgam.Store.
+func (s *Store) Episode(ctx context.Context, tenant, id string) (sgam.Episode, error) {
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return sgam.Episode{}, err
+	}
+	if err := sgam.CheckEpisodeID("episode_id", id); err != nil {
+		return sgam.Episode{}, err
+	}
+	e, err := scanEpisode(s.rst.episode.QueryRowContext(ctx, tenant, id))
+	if err == sql.ErrNoRows {
+		return e, sgam.Errorf(sgam.NotFound, "episode_id", "tenant %s has no episode %s", tenant, id)
+	}
+	return e, mapErr("get episode", err)
+}
+
+// Episodes implements sgam.Store.
+func (s *Store) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error) {
+	if err := sgam.CheckTenant(q.Tenant); err != nil {
+		return nil, err
+	}
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = 100
+	case limit < 0 || limit > 10000:
+		return nil, sgam.Errorf(sgam.Invalid, "limit", "must be between 1 and 10000, not %d", limit)
+	}
+	query := `SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 ORDER BY occurred_at, episode_id LIMIT ?2`
+	args := []any{q.Tenant, limit}
+	if q.Session != "" {
+		query = `SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 AND session = ?3 ORDER BY occurred_at, episode_id LIMIT ?2`
+		args = append(args, q.Session)
+	}
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, mapErr("list episodes", err)
+	}
+	defer rows.Close()
+	out := []sgam.Episode{}
+	for rows.Next() {
+		e, err := scanEpisode(rows)
+		if err != nil {
+			return nil, mapErr("list episodes", err)
+		}
+		out = append(out, e)
+	}
+	return out, mapErr("list episodes", rows.Err())
+}

@@ -1,0 +1,201 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/temporal"
+)
+
+// factColumns is the select list of a fact row f: its source, then its
+// corroborating links made at or before the transaction instant bound to
+// param, oldest first. Episode ids never contain the unit separator.
+func factColumns(param string) string {
+	return `f.fact_id, f.tenant, f.subject, f.attribute, f.value, f.valid_from, f.valid_to,
+		f.recorded_at, f.retracted_at, f.supersedes, f.schema_version, f.source,
+		(SELECT group_concat(e.episode_id, char(31) ORDER BY e.recorded_at, e.episode_id)
+		   FROM evidence e WHERE e.fact_id = f.fact_id AND e.recorded_at <= ` + param + `)`
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanFact(sc scanner) (sgam.Fact, error) {
+	var f sgam.Fact
+	var value []byte
+	var validFrom, recordedAt int64
+	var validTo, retractedAt, supersedes sql.NullInt64
+	var source, corroborations sql.NullString
+	if err := sc.Scan(&f.ID, &f.Tenant, &f.Subject, &f.Attribute, &value, &validFrom, &validTo,
+		&recordedAt, &retractedAt, &supersedes, &f.SchemaVersion, &source, &corroborations); err != nil {
+		return f, err
+	}
+	f.Value = value
+	f.Tombstone = value == nil
+	f.ValidFrom = sgam.FromMicros(validFrom)
+	f.ValidTo = timeOrNil(validTo)
+	f.RecordedAt = sgam.FromMicros(recordedAt)
+	f.RetractedAt = timeOrNil(retractedAt)
+	if supersedes.Valid {
+		id := supersedes.Int64
+		f.Supersedes = &id
+	}
+	f.Sources = []string{}
+	if source.Valid {
+		f.Sources = append(f.Sources, source.String)
+	}
+	if corroborations.Valid && corroborations.String != "" {
+		f.Sources = append(f.Sources, strings.Split(corroborations.String, "\x1f")...)
+	}
+	return f, nil
+}
+
+// readStmts are the read path's statements, prepared on the read pool.
+type readStmts struct {
+	get, state, history, factByID, trace *sql.Stmt
+	episode                              *sql.Stmt
+}
+
+func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = db.PrepareContext(ctx, q)
+		return st
+	}
+	// Among the rows believed at K (?5), the one with the greatest
+	// valid_from <= V (?4); the caller checks that it still holds at V.
+	r.get = prep(`SELECT ` + factColumns("?5") + ` FROM facts f
+		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND valid_from <= ?4
+		  AND recorded_at <= ?5 AND (retracted_at IS NULL OR retracted_at > ?5)
+		ORDER BY valid_from DESC LIMIT 1`)
+	r.state = prep(`SELECT ` + factColumns("?4") + ` FROM facts f
+		WHERE tenant = ?1 AND subject = ?2 AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3)
+		  AND recorded_at <= ?4 AND (retracted_at IS NULL OR retracted_at > ?4) AND value IS NOT NULL
+		ORDER BY attribute`)
+	r.history = prep(`SELECT ` + factColumns("?4") + ` FROM facts f
+		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 ORDER BY fact_id`)
+	r.factByID = prep(`SELECT ` + factColumns("?3") + ` FROM facts f WHERE fact_id = ?1 AND tenant = ?2`)
+	// The supersedes chain, newest first, bounded against a corrupt cycle.
+	r.trace = prep(`WITH RECURSIVE chain (id, depth) AS (
+			SELECT ?1, 0
+			UNION ALL
+			SELECT f.supersedes, c.depth + 1 FROM facts f JOIN chain c ON f.fact_id = c.id
+			WHERE f.supersedes IS NOT NULL AND f.tenant = ?2 AND c.depth < 10000)
+		SELECT ` + factColumns("?3") + ` FROM chain c JOIN facts f ON f.fact_id = c.id
+		WHERE f.tenant = ?2 ORDER BY c.depth`)
+	r.episode = prep(`SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`)
+	if err != nil {
+		return mapErr("prepare", err)
+	}
+	return nil
+}
+
+// Get implements sgam.Store.
+func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
+	if err := key.Check(); err != nil {
+		return nil, err
+	}
+	asOf, knownAt, err := at.Resolve(s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	v, k := sgam.Micros(asOf), sgam.Micros(knownAt)
+	f, err := scanFact(s.rst.get.QueryRowContext(ctx, key.Tenant, key.Subject, key.Attribute, v, k))
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, mapErr("get "+key.String(), err)
+	}
+	if f.Tombstone || (f.ValidTo != nil && sgam.Micros(*f.ValidTo) <= v) {
+		return nil, nil
+	}
+	return &f, nil
+}
+
+// State implements sgam.Store.
+func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if err := sgam.CheckSubject(subject); err != nil {
+		return nil, err
+	}
+	asOf, knownAt, err := at.Resolve(s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.rst.state.QueryContext(ctx, tenant, subject, sgam.Micros(asOf), sgam.Micros(knownAt))
+	return collectFacts(rows, err, "state of "+subject)
+}
+
+// History implements sgam.Store.
+func (s *Store) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) {
+	if err := key.Check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.rst.history.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, temporal.Open)
+	return collectFacts(rows, err, "history of "+key.String())
+}
+
+// Trace implements sgam.Store.
+func (s *Store) Trace(ctx context.Context, tenant string, factID int64) (sgam.Trace, error) {
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return sgam.Trace{}, err
+	}
+	// One read transaction: the chain and its episodes from one snapshot.
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return sgam.Trace{}, mapErr("trace", err)
+	}
+	defer tx.Rollback()
+	chain, err := collectFacts(tx.StmtContext(ctx, s.rst.trace).QueryContext(ctx, factID, tenant, temporal.Open))
+	if err != nil {
+		return sgam.Trace{}, err
+	}
+	if len(chain) == 0 {
+		return sgam.Trace{}, sgam.Errorf(sgam.NotFound, "fact_id", "tenant %s has no fact %d", tenant, factID)
+	}
+	tr := sgam.Trace{Chain: chain, Episodes: []sgam.Episode{}}
+	seen := map[string]bool{}
+	epStmt := tx.StmtContext(ctx, s.rst.episode)
+	for _, f := range chain {
+		for _, id := range f.Sources {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			e, err := scanEpisode(epStmt.QueryRowContext(ctx, tenant, id))
+			if err != nil {
+				return sgam.Trace{}, mapErr("trace episode "+id, err)
+			}
+			tr.Episodes = append(tr.Episodes, e)
+		}
+	}
+	return tr, nil
+}
+
+func collectFacts(rows *sql.Rows, err error, what ...string) ([]sgam.Fact, error) {
+	name := "read facts"
+	if len(what) > 0 {
+		name = what[0]
+	}
+	if err != nil {
+		return nil, mapErr(name, err)
+	}
+	defer rows.Close()
+	out := []sgam.Fact{}
+	for rows.Next() {
+		f, err := scanFact(rows)
+		if err != nil {
+			return nil, mapErr(name, err)
+		}
+		out = append(out, f)
+	}
+	return out, mapErr(name, rows.Err())
+}

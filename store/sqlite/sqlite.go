@@ -1,0 +1,284 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sgam-dev/sgam"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// applicationID marks a file as an sgam database ("sgam").
+const applicationID = 0x7367616d
+
+// Options configure a Store. The zero value is ready to use.
+type Options struct {
+	Clock  sgam.Clock  // transaction time; default the system clock
+	Limits sgam.Limits // input bounds; zero fields take the defaults
+	// CacheMiB is the page cache of each connection; default 64.
+	CacheMiB int
+	// ReadConns bounds the read pool; default 2 × GOMAXPROCS, at least 4.
+	ReadConns int
+}
+
+// Store is the embedded SQLite store. It is safe for concurrent use.
+type Store struct {
+	path   string
+	clock  sgam.Clock
+	limits sgam.Limits
+
+	wdb  *sql.DB
+	wmu  sync.Mutex // serializes writers of this process; BEGIN IMMEDIATE serializes processes
+	w    *sql.Conn
+	wst  writeStmts
+	bulk map[bulkKey]*sql.Stmt
+
+	rdb *sql.DB
+	rst readStmts
+}
+
+var _ sgam.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database file at path and applies
+// pending migrations.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, sgam.Errorf(sgam.Invalid, "db", "is required: a file path")
+	}
+	if strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
+		return nil, sgam.Errorf(sgam.Invalid, "db", "%q: a database path may not contain ? or # or start with file:", path)
+	}
+	if opts.Clock == nil {
+		opts.Clock = sgam.SystemClock{}
+	}
+	if opts.CacheMiB <= 0 {
+		opts.CacheMiB = 64
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	s := &Store{path: path, clock: opts.Clock, limits: opts.Limits.WithDefaults(), bulk: map[bulkKey]*sql.Stmt{}}
+
+	q := url.Values{}
+	q.Set("_busy_timeout", "10000")
+	q.Set("_foreign_keys", "1")
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "NORMAL")
+	q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -1024*opts.CacheMiB))
+	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "wal_autocheckpoint(20000)")
+	var err error
+	if s.wdb, err = sql.Open("sqlite", path+"?"+q.Encode()); err != nil {
+		return nil, unavailable("open "+path, err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetConnMaxIdleTime(0)
+	s.wdb.SetConnMaxLifetime(0)
+	if s.w, err = s.wdb.Conn(ctx); err != nil {
+		s.wdb.Close()
+		return nil, unavailable("open "+path, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.wst.prepare(ctx, s.w); err != nil {
+		s.Close()
+		return nil, err
+	}
+
+	q.Set("_query_only", "1")
+	if s.rdb, err = sql.Open("sqlite", path+"?"+q.Encode()); err != nil {
+		s.Close()
+		return nil, unavailable("open "+path, err)
+	}
+	s.rdb.SetMaxOpenConns(opts.ReadConns)
+	s.rdb.SetMaxIdleConns(opts.ReadConns)
+	s.rdb.SetConnMaxIdleTime(0)
+	if err := s.rst.prepare(ctx, s.rdb); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes every connection. The WAL is checkpointed by SQLite when the
+// last connection closes.
+func (s *Store) Close() error {
+	var errs []error
+	for _, st := range s.bulk {
+		st.Close()
+	}
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// migrate applies the embedded migrations the file has not seen yet, in
+// one IMMEDIATE transaction, so two processes opening a new file at once
+// migrate it once.
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	if _, err := s.w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return unavailable("migrate "+s.path, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			s.w.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	var version, appID int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return unavailable("migrate "+s.path, err)
+	}
+	if err := s.w.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return unavailable("migrate "+s.path, err)
+	}
+	if appID != applicationID {
+		var tables int
+		if err := s.w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+			return unavailable("migrate "+s.path, err)
+		}
+		if appID != 0 || tables > 0 {
+			return sgam.Errorf(sgam.Invalid, "db", "%s is a SQLite database but not an sgam one", s.path)
+		}
+	}
+	if version > len(names) {
+		return sgam.Errorf(sgam.Unavailable, "db", "%s has schema version %d; this sgam knows up to %d: upgrade sgam", s.path, version, len(names))
+	}
+	for i := version; i < len(names); i++ {
+		body, err := migrations.ReadFile(names[i])
+		if err != nil {
+			return err
+		}
+		if _, err := s.w.ExecContext(ctx, string(body)); err != nil {
+			return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("migration %s: %v", names[i], err), Err: err}
+		}
+	}
+	if _, err := s.w.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", len(names), applicationID)); err != nil {
+		return unavailable("migrate "+s.path, err)
+	}
+	if _, err := s.w.ExecContext(ctx, "COMMIT"); err != nil {
+		return unavailable("migrate "+s.path, err)
+	}
+	done = true
+	return nil
+}
+
+// Now returns the store clock's current instant.
+func (s *Store) Now() time.Time { return s.clock.Now() }
+
+// now returns the store clock in microseconds.
+func (s *Store) now() int64 { return sgam.Micros(s.clock.Now()) }
+
+// begin starts an IMMEDIATE write transaction on the writer connection and
+// returns a function that rolls it back unless commit was called.
+func (s *Store) begin(ctx context.Context) (commit func() error, rollback func(), err error) {
+	s.wmu.Lock()
+	if _, err := s.w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		s.wmu.Unlock()
+		return nil, nil, mapErr("begin write", err)
+	}
+	finished := false
+	commit = func() error {
+		_, err := s.w.ExecContext(ctx, "COMMIT")
+		if err != nil {
+			return mapErr("commit", err)
+		}
+		finished = true
+		s.wmu.Unlock()
+		return nil
+	}
+	rollback = func() {
+		if finished {
+			return
+		}
+		finished = true
+		// A failed statement may have rolled the transaction back already;
+		// then ROLLBACK fails harmlessly.
+		s.w.ExecContext(context.Background(), "ROLLBACK")
+		s.wmu.Unlock()
+	}
+	return commit, rollback, nil
+}
+
+func unavailable(what string, err error) error {
+	return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+}
+
+// mapErr turns a driver error into an *sgam.Error: busy and locked
+// databases are Unavailable (retrying may succeed), constraint failures a
+// Conflict, anything else Internal.
+func mapErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sgam.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+	}
+	var le *msqlite.Error
+	if errors.As(err, &le) {
+		switch le.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: database is busy: %v", what, err), Err: err}
+		case sqlite3.SQLITE_CONSTRAINT:
+			return &sgam.Error{Code: sgam.Conflict, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+		}
+	}
+	return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+}
+
+// newEpisodeID returns a random episode id.
+func newEpisodeID() string {
+	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+	var b [16]byte
+	rand.Read(b[:])
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = alphabet[c&31]
+	}
+	return "ep_" + string(out)
+}
+
+func timeOrNil(us sql.NullInt64) *time.Time {
+	if !us.Valid {
+		return nil
+	}
+	t := sgam.FromMicros(us.Int64)
+	return &t
+}

@@ -1,0 +1,236 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/temporal"
+)
+
+// ExportEpisodes implements sgam.Store.
+func (s *Store) ExportEpisodes(ctx context.Context, tenant string, fn func(sgam.Episode) error) error {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+episodeColumns+` FROM episodes
+		WHERE ?1 = '' OR tenant = ?1 ORDER BY tenant, episode_id`, tenant)
+	if err != nil {
+		return mapErr("export episodes", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEpisode(rows)
+		if err != nil {
+			return mapErr("export episodes", err)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return mapErr("export episodes", rows.Err())
+}
+
+// ExportFacts implements sgam.Store.
+func (s *Store) ExportFacts(ctx context.Context, tenant string, fn func(sgam.StoredFact) error) error {
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return mapErr("export facts", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT `+factColumns("?2")+`, f.source,
+		(SELECT group_concat(e.episode_id || char(30) || e.recorded_at, char(31) ORDER BY e.recorded_at, e.episode_id)
+		   FROM evidence e WHERE e.fact_id = f.fact_id)
+		FROM facts f WHERE ?1 = '' OR tenant = ?1 ORDER BY fact_id`, tenant, temporal.Open)
+	if err != nil {
+		return mapErr("export facts", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var links, source sql.NullString
+		f, err := scanFact(withExtra{rows, []any{&source, &links}})
+		if err != nil {
+			return mapErr("export facts", err)
+		}
+		sf := sgam.StoredFact{Fact: f, Evidence: []sgam.Evidence{}}
+		if len(f.Sources) > 0 && source.Valid {
+			sf.Source = source.String
+		}
+		if links.Valid {
+			for _, l := range strings.Split(links.String, "\x1f") {
+				id, at, _ := strings.Cut(l, "\x1e")
+				var us int64
+				fmt.Sscan(at, &us)
+				sf.Evidence = append(sf.Evidence, sgam.Evidence{EpisodeID: id, RecordedAt: sgam.FromMicros(us)})
+			}
+		}
+		if err := fn(sf); err != nil {
+			return err
+		}
+	}
+	return mapErr("export facts", rows.Err())
+}
+
+// withExtra scans the fact columns and then extra trailing columns.
+type withExtra struct {
+	sc    scanner
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.extra...)...) }
+
+// Import implements sgam.Store.
+func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStats, error) {
+	var st sgam.ImportStats
+	for i := range b.Episodes {
+		if err := s.limits.CheckImportedEpisode(&b.Episodes[i]); err != nil {
+			return st, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
+		}
+	}
+	for i := range b.Facts {
+		if err := s.limits.CheckImportedFact(&b.Facts[i]); err != nil {
+			return st, sgam.PrefixField(fmt.Sprintf("facts[%d]", i), err)
+		}
+	}
+	commit, rollback, err := s.begin(ctx)
+	if err != nil {
+		return st, err
+	}
+	defer rollback()
+
+	for i, e := range b.Episodes {
+		have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, e.Tenant, e.ID))
+		switch {
+		case err == sql.ErrNoRows:
+			if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
+				sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey)); err != nil {
+				return st, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), mapErr("import episode "+e.ID, err))
+			}
+			st.Episodes++
+		case err != nil:
+			return st, mapErr("import episode "+e.ID, err)
+		case sgam.EpisodesEqual(have, e):
+			st.EpisodesPresent++
+		default:
+			return st, sgam.Errorf(sgam.Conflict, fmt.Sprintf("episodes[%d]", i), "tenant %s already has a different episode %s", e.Tenant, e.ID)
+		}
+	}
+
+	var maxID int64
+	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(max(fact_id), 0) FROM facts`).Scan(&maxID); err != nil {
+		return st, mapErr("import facts", err)
+	}
+	touched := map[sgam.Key]bool{}
+	var inserts, links []any
+	for i, f := range b.Facts {
+		if f.ID <= maxID {
+			have, err := s.storedFact(ctx, f.ID)
+			switch {
+			case err == sql.ErrNoRows:
+			case err != nil:
+				return st, mapErr("import facts", err)
+			case sgam.StoredFactsEqual(have, f):
+				st.FactsPresent++
+				continue
+			default:
+				return st, sgam.Errorf(sgam.Conflict, fmt.Sprintf("facts[%d]", i), "fact %d already exists with different content", f.ID)
+			}
+		}
+		touched[f.Key()] = true
+		var value any
+		if !f.Tombstone {
+			value = string(f.Value)
+		}
+		inserts = append(inserts, f.ID, f.Tenant, f.Subject, f.Attribute, value, sgam.Micros(f.ValidFrom),
+			microsOrNil(f.ValidTo), sgam.Micros(f.RecordedAt), microsOrNil(f.RetractedAt), supersedesOrNil(f.Supersedes),
+			nullString(f.Source), f.SchemaVersion)
+		for _, e := range f.Evidence {
+			links = append(links, f.ID, f.Tenant, e.EpisodeID, sgam.Micros(e.RecordedAt))
+		}
+		st.Facts++
+	}
+	if _, err := s.bulkExec(ctx, bulkFacts, nil, inserts); err != nil {
+		return st, mapErr("import facts", err)
+	}
+	if _, err := s.bulkExec(ctx, bulkEvidence, nil, links); err != nil {
+		return st, mapErr("import evidence", err)
+	}
+	// The unique indexes caught duplicate believed rows; the rest of the
+	// temporal invariants are checked for every key the batch touched.
+	for k := range touched {
+		rows, err := s.keyRows(ctx, k)
+		if err != nil {
+			return st, err
+		}
+		if p := temporal.Check(rows); len(p) > 0 {
+			return st, sgam.Errorf(sgam.Conflict, "facts", "importing would break an invariant of %s: %s", k, p[0].Message)
+		}
+	}
+	if err := commit(); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// keyRows returns every row of a key for the invariant check.
+func (s *Store) keyRows(ctx context.Context, k sgam.Key) ([]temporal.Row, error) {
+	rows, err := s.w.QueryContext(ctx, `SELECT fact_id, valid_from, valid_to, recorded_at, retracted_at FROM facts
+		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3`, k.Tenant, k.Subject, k.Attribute)
+	if err != nil {
+		return nil, mapErr("check "+k.String(), err)
+	}
+	defer rows.Close()
+	var out []temporal.Row
+	for rows.Next() {
+		var r temporal.Row
+		var validTo, retractedAt sql.NullInt64
+		if err := rows.Scan(&r.ID, &r.ValidFrom, &validTo, &r.RecordedAt, &retractedAt); err != nil {
+			return nil, mapErr("check "+k.String(), err)
+		}
+		r.ValidTo, r.RetractedAt = openIfNull(validTo), openIfNull(retractedAt)
+		out = append(out, r)
+	}
+	return out, mapErr("check "+k.String(), rows.Err())
+}
+
+// storedFact reads one fact row with its evidence inside the write transaction.
+func (s *Store) storedFact(ctx context.Context, id int64) (sgam.StoredFact, error) {
+	f, err := scanFact(s.wst.factByID.QueryRowContext(ctx, id, temporal.Open))
+	if err != nil {
+		return sgam.StoredFact{}, err
+	}
+	sf := sgam.StoredFact{Fact: f}
+	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(source, '') FROM facts WHERE fact_id = ?`, id).Scan(&sf.Source); err != nil {
+		return sf, err
+	}
+	rows, err := s.w.QueryContext(ctx, `SELECT episode_id, recorded_at FROM evidence WHERE fact_id = ? ORDER BY recorded_at, episode_id`, id)
+	if err != nil {
+		return sf, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e sgam.Evidence
+		var at int64
+		if err := rows.Scan(&e.EpisodeID, &at); err != nil {
+			return sf, err
+		}
+		e.RecordedAt = sgam.FromMicros(at)
+		sf.Evidence = append(sf.Evidence, e)
+	}
+	return sf, rows.Err()
+}
+
+func microsOrNil(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return sgam.Micros(*t)
+}
+
+func supersedesOrNil(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

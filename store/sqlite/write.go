@@ -1,0 +1,359 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/temporal"
+)
+
+// writeStmts are the write path's single-row statements, prepared on the
+// writer connection.
+type writeStmts struct {
+	lastID   *sql.Stmt
+	factByID *sql.Stmt
+}
+
+func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = c.PrepareContext(ctx, q)
+		return st
+	}
+	w.lastID = prep(`SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'facts'), 0)`)
+	w.factByID = prep(`SELECT ` + factColumns("?2") + ` FROM facts f WHERE fact_id = ?1`)
+	if err != nil {
+		return mapErr("prepare", err)
+	}
+	return nil
+}
+
+// writeOp is one assertion or retraction, validated.
+type writeOp struct {
+	key    sgam.Key
+	op     temporal.Op
+	source string
+}
+
+// Assert implements sgam.Store.
+func (s *Store) Assert(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
+	a, err := s.limits.CheckAssertion(a)
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	res, err := s.write(ctx, []writeOp{assertionOp(a)}, "")
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	return res[0], nil
+}
+
+// Retract implements sgam.Store.
+func (s *Store) Retract(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
+	r, err := s.limits.CheckRetraction(r)
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	res, err := s.write(ctx, []writeOp{{key: r.Key, op: temporal.Op{ValidFrom: sgam.Micros(r.At)}, source: r.Source}}, "")
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	return res[0], nil
+}
+
+// AssertMany implements sgam.Store.
+func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.WriteResult, error) {
+	if len(as) == 0 {
+		return nil, nil
+	}
+	ops := make([]writeOp, len(as))
+	for i, a := range as {
+		a, err := s.limits.CheckAssertion(a)
+		if err != nil {
+			return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
+		}
+		ops[i] = assertionOp(a)
+	}
+	return s.write(ctx, ops, "assertions")
+}
+
+func assertionOp(a sgam.Assertion) writeOp {
+	return writeOp{key: a.Key, op: temporal.Op{ValidFrom: sgam.Micros(a.ValidFrom), Value: a.Value}, source: a.Source}
+}
+
+type keyState struct {
+	ledger      *temporal.KeyLedger
+	tmin, tmax  int64
+	maxRecorded int64 // of the loaded rows
+}
+
+// write applies ops in order in one transaction at one transaction
+// instant. batch names the operations in errors ("assertions[i]"); empty
+// for a single write.
+func (s *Store) write(ctx context.Context, ops []writeOp, batch string) ([]sgam.WriteResult, error) {
+	commit, rollback, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rollback()
+
+	keys := make(map[sgam.Key]*keyState)
+	var order []sgam.Key
+	for _, o := range ops {
+		ks := keys[o.key]
+		if ks == nil {
+			keys[o.key] = &keyState{tmin: o.op.ValidFrom, tmax: o.op.ValidFrom}
+			order = append(order, o.key)
+			continue
+		}
+		ks.tmin = min(ks.tmin, o.op.ValidFrom)
+		ks.tmax = max(ks.tmax, o.op.ValidFrom)
+	}
+	// Transaction time never runs backwards for a key: a row is never
+	// retracted before it was recorded, even if the clock was set back.
+	tx := s.now()
+	if err := s.loadWindows(ctx, order, keys); err != nil {
+		return nil, err
+	}
+	for _, k := range order {
+		tx = max(tx, keys[k].maxRecorded)
+	}
+	var lastID int64
+	if err := s.wst.lastID.QueryRowContext(ctx).Scan(&lastID); err != nil {
+		return nil, mapErr("allocate fact ids", err)
+	}
+	nextID := func() int64 { lastID++; return lastID }
+
+	outcomes := make([]temporal.Outcome, len(ops))
+	for i, o := range ops {
+		out, err := keys[o.key].ledger.Apply(o.op, o.source, tx, nextID)
+		if err != nil {
+			err = conflict(o, err)
+			if batch != "" {
+				err = sgam.PrefixField(fmt.Sprintf("%s[%d]", batch, i), err)
+			}
+			return nil, err
+		}
+		outcomes[i] = out
+	}
+	if err := s.flush(ctx, ops, order, keys, tx); err != nil {
+		return nil, err
+	}
+	results := make([]sgam.WriteResult, len(ops))
+	for i, o := range ops {
+		out := outcomes[i]
+		ledger := keys[o.key].ledger
+		var f sgam.Fact
+		if ins := ledger.Row(out.RowID); ins != nil && ins.EvidenceOf == 0 {
+			f = insertedFact(o.key, ins)
+		} else if f, err = s.writerFact(ctx, out.RowID); err != nil {
+			return nil, err
+		}
+		results[i] = sgam.WriteResult{Fact: f, NoChange: out.Repeat}
+	}
+	if err := commit(); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// conflict turns a temporal conflict into the error callers see.
+func conflict(o writeOp, err error) error {
+	var ce *temporal.ConflictError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	field := "valid_from"
+	if o.op.Value == nil {
+		field = "at"
+	}
+	existing := "a retraction"
+	if ce.Existing.Value != nil {
+		existing = string(ce.Existing.Value)
+	}
+	return &sgam.Error{Code: sgam.Conflict, Field: field, Err: err, Message: fmt.Sprintf(
+		"%s already has %s from %s (fact %d); a different value at the same instant is rejected: assert it at another instant, or correct it from a later one",
+		o.key.Subject+"."+o.key.Attribute, truncate(existing, 200), sgam.FormatTime(sgam.FromMicros(ce.Existing.ValidFrom)), ce.Existing.ID)}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// loadWindows loads, for every key, its believed rows from the one at or
+// before tmin to the one after tmax: the neighbours of every operation in
+// [tmin, tmax]. Keys are looked up many to a statement.
+func (s *Store) loadWindows(ctx context.Context, order []sgam.Key, keys map[sgam.Key]*keyState) error {
+	loaded := make([][]temporal.Row, len(order))
+	for from := 0; from < len(order); from += maxBulkRows {
+		chunk := order[from:min(from+maxBulkRows, len(order))]
+		args := make([]any, 0, len(chunk)*6)
+		for i, k := range chunk {
+			ks := keys[k]
+			args = append(args, from+i, k.Tenant, k.Subject, k.Attribute, ks.tmin, ks.tmax)
+		}
+		st, err := s.bulkStmt(ctx, bulkWindow, len(chunk))
+		if err != nil {
+			return mapErr("load keys", err)
+		}
+		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return mapErr("load keys", err)
+		}
+		for rows.Next() {
+			var i int
+			var r temporal.Row
+			var value []byte
+			var validTo sql.NullInt64
+			var source sql.NullString
+			if err := rows.Scan(&i, &r.ID, &value, &r.ValidFrom, &validTo, &r.RecordedAt, &source, &r.Corroborated); err != nil {
+				rows.Close()
+				return mapErr("load keys", err)
+			}
+			r.Value, r.Source = value, source.String
+			r.ValidTo = openIfNull(validTo)
+			r.RetractedAt = temporal.Open
+			loaded[i] = append(loaded[i], r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return mapErr("load keys", err)
+		}
+	}
+	for i, k := range order {
+		ks := keys[k]
+		for _, r := range loaded[i] {
+			ks.maxRecorded = max(ks.maxRecorded, r.RecordedAt)
+		}
+		ks.ledger = temporal.NewKeyLedger(loaded[i])
+	}
+	return nil
+}
+
+// flush writes the ledgers' outcome. Order matters: links to stored rows
+// before they are copied; retractions before inserts, so the partial unique
+// indexes never see the old and the new believed row at once.
+func (s *Store) flush(ctx context.Context, ops []writeOp, order []sgam.Key, keys map[sgam.Key]*keyState, tx int64) error {
+	type episodeRef struct{ tenant, id string }
+	seen := map[episodeRef]bool{}
+	var placeholders []any
+	for _, o := range ops {
+		ref := episodeRef{o.key.Tenant, o.source}
+		if !seen[ref] {
+			seen[ref] = true
+			placeholders = append(placeholders, ref.tenant, ref.id, tx, tx)
+		}
+	}
+	if _, err := s.bulkExec(ctx, bulkPlaceholders, nil, placeholders); err != nil {
+		return mapErr("create placeholder episodes", err)
+	}
+
+	var storedLinks, retract, inserts, copies, links []any
+	for _, k := range order {
+		l := keys[k].ledger
+		for _, e := range l.EvidenceStored {
+			storedLinks = append(storedLinks, e.RowID, k.Tenant, e.Source, tx)
+		}
+		for _, id := range l.RetractStored {
+			retract = append(retract, id)
+		}
+		for _, ins := range l.Inserted {
+			var value any
+			if ins.Value != nil {
+				value = string(ins.Value)
+			}
+			inserts = append(inserts, ins.ID, k.Tenant, k.Subject, k.Attribute, value, ins.ValidFrom,
+				nullIfOpen(ins.ValidTo), ins.RecordedAt, nullIfOpen(ins.RetractedAt), nullIfZero(ins.Supersedes),
+				nullString(ins.Source), 0)
+			if ins.EvidenceOf != 0 {
+				copies = append(copies, ins.ID, ins.EvidenceOf)
+			}
+			for _, src := range ins.Corroborations {
+				links = append(links, ins.ID, k.Tenant, src, tx)
+			}
+		}
+	}
+	if _, err := s.bulkExec(ctx, bulkEvidence, nil, storedLinks); err != nil {
+		return mapErr("link evidence", err)
+	}
+	n, err := s.bulkExec(ctx, bulkRetract, []any{tx}, retract)
+	if err != nil {
+		return mapErr("retract facts", err)
+	}
+	if n != int64(len(retract)) {
+		return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("retract facts: %d of %d rows were still believed", n, len(retract))}
+	}
+	if _, err := s.bulkExec(ctx, bulkFacts, nil, inserts); err != nil {
+		return mapErr("insert facts", err)
+	}
+	if _, err := s.bulkExec(ctx, bulkEvidenceCopy, nil, copies); err != nil {
+		return mapErr("copy evidence", err)
+	}
+	if _, err := s.bulkExec(ctx, bulkEvidence, nil, links); err != nil {
+		return mapErr("link evidence", err)
+	}
+	return nil
+}
+
+// insertedFact builds the result fact of a row this transaction inserted
+// with its own sources.
+func insertedFact(k sgam.Key, ins *temporal.Inserted) sgam.Fact {
+	f := sgam.Fact{
+		ID: ins.ID, Tenant: k.Tenant, Subject: k.Subject, Attribute: k.Attribute,
+		Value: ins.Value, Tombstone: ins.Value == nil,
+		ValidFrom: sgam.FromMicros(ins.ValidFrom), ValidTo: timeIfNotOpen(ins.ValidTo),
+		RecordedAt: sgam.FromMicros(ins.RecordedAt), RetractedAt: timeIfNotOpen(ins.RetractedAt),
+		Sources: ins.Sources(),
+	}
+	if ins.Supersedes != 0 {
+		id := ins.Supersedes
+		f.Supersedes = &id
+	}
+	return f
+}
+
+// writerFact reads one fact inside the write transaction.
+func (s *Store) writerFact(ctx context.Context, id int64) (sgam.Fact, error) {
+	f, err := scanFact(s.wst.factByID.QueryRowContext(ctx, id, temporal.Open))
+	return f, mapErr("read written fact", err)
+}
+
+func openIfNull(v sql.NullInt64) int64 {
+	if !v.Valid {
+		return temporal.Open
+	}
+	return v.Int64
+}
+
+func nullIfOpen(v int64) any {
+	if v == temporal.Open {
+		return nil
+	}
+	return v
+}
+
+func nullIfZero(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+func timeIfNotOpen(v int64) *time.Time {
+	if v == temporal.Open {
+		return nil
+	}
+	t := sgam.FromMicros(v)
+	return &t
+}

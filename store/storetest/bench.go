@@ -1,0 +1,5 @@
+package storetest
+
+import "testing"
+
+func Benchmark(b *testing.B, newStore Factory) {}

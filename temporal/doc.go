@@ -1,0 +1,27 @@
+// Package temporal holds sgam's temporal rules as pure functions, once, for
+// every store: the write plan (rows to retract, rows to insert, or a
+// conflict) for an assertion or retraction against a key's believed rows,
+// the read rule (which row answers a question at valid time V and
+// transaction time K), and the invariants a key's rows must keep.
+//
+// Instants are int64 microseconds since the Unix epoch, UTC, as the stores
+// keep them; Open marks an open end.
+//
+// The rules (DESIGN 2.1) for an operation at valid time t, among the rows
+// believed now:
+//
+//  1. A row starts at t: the same value is an idempotent repeat (the new
+//     source becomes extra evidence); a different value is a conflict.
+//  2. A row contains t: it is retracted and inserted again closed at t; the
+//     new row takes [t, end). A repeated value is a boundary too.
+//  3. Otherwise (t is before every row): the new row takes [t, end).
+//
+// where end is the valid_from of the next believed row, or open. A
+// retraction is the same operation with a tombstone (no value). Rows are
+// never edited in place except to set retracted_at, so a read at a past
+// transaction time sees exactly what was believed then.
+//
+// Together the rules keep this model true, which the property tests check:
+// the value at (V, K) is the value of the accepted operation with the
+// greatest valid_from <= V among those recorded at or before K.
+package temporal

@@ -1,0 +1,75 @@
+package sgam
+
+import (
+	"strings"
+	"time"
+)
+
+// Instants are stored as UTC microseconds since the Unix epoch. Finer input
+// precision is truncated toward the past, so two inputs that differ only
+// below a microsecond are the same instant.
+
+var (
+	minInstant = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxInstant = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+// ParseTime parses an RFC 3339 timestamp with an explicit offset ("Z" or
+// "+02:00") and any fractional precision, and returns it in UTC truncated to
+// the microsecond. field names the input in the error.
+func ParseTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, Errorf(Invalid, field, "is required: an RFC 3339 timestamp such as 2026-06-03T10:00:00Z")
+	}
+	if len(s) > 64 {
+		return time.Time{}, Errorf(Invalid, field, "timestamp is longer than 64 bytes")
+	}
+	// time.Parse accepts a lower-case "t" and "z", and RFC 3339 allows them;
+	// it rejects a missing offset, which is what we want: a timestamp
+	// without an offset is ambiguous and would mis-order facts.
+	// RFC 3339 allows a lower-case "t" and "z"; time.Parse does not.
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+	if err != nil {
+		if offsetless(s) {
+			return time.Time{}, Errorf(Invalid, field, "%q has no UTC offset; write it as RFC 3339 with Z or ±hh:mm, for example 2026-06-03T10:00:00Z", s)
+		}
+		return time.Time{}, Errorf(Invalid, field, "%q is not an RFC 3339 timestamp (for example 2026-06-03T10:00:00Z)", s)
+	}
+	return CheckTime(field, t)
+}
+
+// CheckTime normalizes t to UTC microseconds and rejects instants outside
+// years 0001 to 9999.
+func CheckTime(field string, t time.Time) (time.Time, error) {
+	if t.IsZero() {
+		return time.Time{}, Errorf(Invalid, field, "is required")
+	}
+	t = t.UTC()
+	if t.Before(minInstant) || t.After(maxInstant) {
+		return time.Time{}, Errorf(Invalid, field, "%s is outside years 0001 to 9999", t.Format(time.RFC3339Nano))
+	}
+	return t.Truncate(time.Microsecond), nil
+}
+
+// offsetless reports whether s is a date or a date and time that only
+// lacks its UTC offset: the mistake worth a precise message.
+func offsetless(s string) bool {
+	for _, layout := range []string{"2006-01-02", "2006-01-02T15:04", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999"} {
+		if _, err := time.Parse(layout, strings.ToUpper(s)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// FormatTime renders t as RFC 3339 in UTC with only as many fractional
+// digits as it needs.
+func FormatTime(t time.Time) string {
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// Micros returns t as UTC microseconds since the Unix epoch.
+func Micros(t time.Time) int64 { return t.UnixMicro() }
+
+// FromMicros is the inverse of Micros.
+func FromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }

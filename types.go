@@ -1,0 +1,152 @@
+package sgam
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// DefaultTenant is the tenant used when a caller names none (CLI, replay).
+const DefaultTenant = "default"
+
+// Key names one attribute of one subject within one tenant: the unit the
+// temporal rules are applied to.
+type Key struct {
+	Tenant    string `json:"tenant"`
+	Subject   string `json:"subject"`
+	Attribute string `json:"attribute"`
+}
+
+func (k Key) String() string { return k.Tenant + "/" + k.Subject + "." + k.Attribute }
+
+// Fact is one stored row: one version of one value of one key, valid over
+// [ValidFrom, ValidTo) and believed over [RecordedAt, RetractedAt). A nil
+// ValidTo or RetractedAt is open. A tombstone row records that the key has
+// no value over its valid window (a retraction, "I no longer prefer X");
+// reads treat it as no value, History shows it.
+type Fact struct {
+	ID            int64           `json:"fact_id"`
+	Tenant        string          `json:"tenant"`
+	Subject       string          `json:"subject"`
+	Attribute     string          `json:"attribute"`
+	Value         json.RawMessage `json:"value"` // canonical JSON; null for a tombstone
+	Tombstone     bool            `json:"tombstone,omitempty"`
+	ValidFrom     time.Time       `json:"valid_from"`
+	ValidTo       *time.Time      `json:"valid_to"`
+	RecordedAt    time.Time       `json:"recorded_at"`
+	RetractedAt   *time.Time      `json:"retracted_at"`
+	Supersedes    *int64          `json:"supersedes"` // the row this one replaced or shortened
+	Sources       []string        `json:"sources"`    // supporting episode ids, oldest link first
+	SchemaVersion int             `json:"schema_version"`
+}
+
+// Key returns the fact's key.
+func (f Fact) Key() Key { return Key{Tenant: f.Tenant, Subject: f.Subject, Attribute: f.Attribute} }
+
+// Episode is a raw input as captured: a message, a tool result, a business
+// event. Facts point at the episodes that support them.
+type Episode struct {
+	Tenant         string          `json:"tenant"`
+	ID             string          `json:"episode_id"`
+	Session        string          `json:"session"`
+	Kind           string          `json:"kind"`
+	Content        string          `json:"content"`
+	OccurredAt     time.Time       `json:"occurred_at"`
+	RecordedAt     time.Time       `json:"recorded_at"` // set by the store
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+}
+
+// KindUnknown is the kind of a placeholder episode, created when a write
+// names a source episode that was not captured yet. Adding the episode later
+// fills the placeholder in.
+const KindUnknown = "unknown"
+
+// KindMessage is the kind given to an episode that names none.
+const KindMessage = "message"
+
+// Assertion states that Key has Value from ValidFrom on, on the evidence of
+// the episode Source.
+type Assertion struct {
+	Key       Key
+	Value     json.RawMessage
+	ValidFrom time.Time
+	Source    string
+}
+
+// Retraction states that Key has no value from At on ("I no longer prefer
+// X"), on the evidence of the episode Source. It is stored as a tombstone.
+type Retraction struct {
+	Key    Key
+	At     time.Time
+	Source string
+}
+
+// At selects the two time axes of a read. A zero AsOf or KnownAt means now.
+type At struct {
+	AsOf    time.Time // valid time: what was true in the world at this instant
+	KnownAt time.Time // transaction time: as the store believed it at this instant
+}
+
+// WriteResult is the outcome of an Assert or Retract: the row that now
+// holds the written value at its valid_from. NoChange reports an idempotent
+// repeat: the row already existed and only gained the source as evidence.
+type WriteResult struct {
+	Fact     Fact `json:"fact"`
+	NoChange bool `json:"no_change,omitempty"`
+}
+
+// Trace is the provenance of a fact: Chain[0] is the fact itself, each next
+// entry the row it superseded, and Episodes the source episodes of every row
+// in the chain, with their content.
+type Trace struct {
+	Chain    []Fact    `json:"chain"`
+	Episodes []Episode `json:"episodes"`
+}
+
+// EpisodeQuery selects episodes of one tenant, oldest first.
+type EpisodeQuery struct {
+	Tenant  string
+	Session string // optional
+	Limit   int    // default 100, at most 10,000
+}
+
+// Violation is a broken invariant found by Check.
+type Violation struct {
+	Rule      string  `json:"rule"`
+	Tenant    string  `json:"tenant,omitempty"`
+	Subject   string  `json:"subject,omitempty"`
+	Attribute string  `json:"attribute,omitempty"`
+	FactIDs   []int64 `json:"fact_ids,omitempty"`
+	Message   string  `json:"message"`
+}
+
+// Evidence links a fact row to a corroborating episode (a repeat of the
+// same value at the same valid_from) since RecordedAt.
+type Evidence struct {
+	EpisodeID  string    `json:"episode_id"`
+	RecordedAt time.Time `json:"recorded_at"`
+}
+
+// StoredFact is a fact row exactly as stored: the unit of lossless export
+// and import. Source is the episode that asserted the row (empty only for
+// rows written by a system actor), Evidence its corroborating links;
+// Fact.Sources is the two together.
+type StoredFact struct {
+	Fact
+	Source   string
+	Evidence []Evidence
+}
+
+// ImportBatch is a slice of an export applied in one transaction.
+type ImportBatch struct {
+	Episodes []Episode
+	Facts    []StoredFact
+}
+
+// ImportStats counts what an Import wrote and what it found already present.
+type ImportStats struct {
+	Episodes        int `json:"episodes"`
+	Facts           int `json:"facts"`
+	EpisodesPresent int `json:"episodes_present"`
+	FactsPresent    int `json:"facts_present"`
+}

@@ -1,0 +1,293 @@
+package sgam
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits bound every input a store accepts. Zero fields take the defaults.
+type Limits struct {
+	MaxValueBytes    int // a fact's JSON value; default 64 KiB
+	MaxContentBytes  int // an episode's content; default 1 MiB
+	MaxMetadataBytes int // an episode's metadata; default 64 KiB
+}
+
+// Default input limits.
+const (
+	DefaultMaxValueBytes    = 64 << 10
+	DefaultMaxContentBytes  = 1 << 20
+	DefaultMaxMetadataBytes = 64 << 10
+
+	maxTenantBytes    = 128
+	maxSubjectBytes   = 256
+	maxAttributeBytes = 128
+	maxEpisodeIDBytes = 128
+	maxKindBytes      = 64
+	maxSessionBytes   = 256
+	maxIdemKeyBytes   = 256
+)
+
+// WithDefaults returns l with zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxValueBytes <= 0 {
+		l.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if l.MaxContentBytes <= 0 {
+		l.MaxContentBytes = DefaultMaxContentBytes
+	}
+	if l.MaxMetadataBytes <= 0 {
+		l.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	return l
+}
+
+// identifier reports whether s is 1..max bytes of letters, digits and
+// "_.:@-", starting with a letter or digit (or '_' when underscore is set).
+// Tenants, attributes and episode ids are identifiers; they never contain
+// the separators the stores use internally.
+func checkIdentifier(field, s string, max int) error {
+	if s == "" {
+		return Errorf(Invalid, field, "is required")
+	}
+	if len(s) > max {
+		return Errorf(Invalid, field, "is %d bytes; the limit is %d", len(s), max)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '_' || c == '.' || c == ':' || c == '@' || c == '-'):
+		case i == 0 && c == '_':
+		default:
+			return Errorf(Invalid, field, "%q may hold only letters, digits and _ . : @ - (and must not start with . : @ -)", s)
+		}
+	}
+	return nil
+}
+
+// checkText accepts printable UTF-8 of at most max bytes, with no control
+// characters and no leading or trailing space.
+func checkText(field, s string, max int, required bool) error {
+	if s == "" {
+		if required {
+			return Errorf(Invalid, field, "is required")
+		}
+		return nil
+	}
+	if len(s) > max {
+		return Errorf(Invalid, field, "is %d bytes; the limit is %d", len(s), max)
+	}
+	if !utf8.ValidString(s) {
+		return Errorf(Invalid, field, "is not valid UTF-8")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return Errorf(Invalid, field, "%q contains a control character", s)
+		}
+	}
+	if strings.TrimSpace(s) != s {
+		return Errorf(Invalid, field, "%q has leading or trailing space", s)
+	}
+	return nil
+}
+
+// CheckTenant validates a tenant id.
+func CheckTenant(tenant string) error { return checkIdentifier("tenant", tenant, maxTenantBytes) }
+
+// CheckSubject validates a subject id.
+func CheckSubject(subject string) error { return checkText("subject", subject, maxSubjectBytes, true) }
+
+// CheckEpisodeID validates an episode id.
+func CheckEpisodeID(field, id string) error {
+	return checkIdentifier(field, id, maxEpisodeIDBytes)
+}
+
+// Check validates the three parts of a key.
+func (k Key) Check() error {
+	if err := CheckTenant(k.Tenant); err != nil {
+		return err
+	}
+	if err := CheckSubject(k.Subject); err != nil {
+		return err
+	}
+	return checkIdentifier("attribute", k.Attribute, maxAttributeBytes)
+}
+
+// CanonicalValue validates a JSON value and returns its canonical form
+// (compact, object keys sorted, numbers as written), so that equal values
+// compare equal byte for byte. null is not a value: absence is a retraction.
+func CanonicalValue(field string, raw []byte, max int) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, Errorf(Invalid, field, "is required: a JSON value such as \"2026-06-30\", 42 or {\"city\":\"Oslo\"}")
+	}
+	if len(raw) > max {
+		return nil, Errorf(Invalid, field, "is %d bytes; the limit is %d", len(raw), max)
+	}
+	if simpleString(raw) {
+		return json.RawMessage(bytes.Clone(raw)), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, Errorf(Invalid, field, "is not valid JSON: %s", jsonErrorText(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, Errorf(Invalid, field, "is not valid JSON: unexpected data after the value at offset %d", dec.InputOffset())
+	}
+	if v == nil {
+		return nil, Errorf(Invalid, field, "null is not a value; retract the attribute to record that it has no value")
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, Errorf(Invalid, field, "cannot be encoded: %v", err)
+	}
+	out := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	if len(out) > max {
+		return nil, Errorf(Invalid, field, "is %d bytes in canonical form; the limit is %d", len(out), max)
+	}
+	return json.RawMessage(out), nil
+}
+
+// simpleString reports whether raw is a JSON string of printable ASCII with
+// no escapes: already canonical, the common case on the hot path.
+func simpleString(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at offset %d)", se.Error(), se.Offset)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	return err.Error()
+}
+
+// CheckAssertion validates a and returns it normalized: canonical value,
+// UTC microsecond valid_from.
+func (l Limits) CheckAssertion(a Assertion) (Assertion, error) {
+	l = l.WithDefaults()
+	if err := a.Key.Check(); err != nil {
+		return a, err
+	}
+	v, err := CanonicalValue("value", a.Value, l.MaxValueBytes)
+	if err != nil {
+		return a, err
+	}
+	a.Value = v
+	if a.ValidFrom, err = CheckTime("valid_from", a.ValidFrom); err != nil {
+		return a, err
+	}
+	if err := CheckEpisodeID("source", a.Source); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// CheckRetraction validates r and returns it normalized.
+func (l Limits) CheckRetraction(r Retraction) (Retraction, error) {
+	if err := r.Key.Check(); err != nil {
+		return r, err
+	}
+	var err error
+	if r.At, err = CheckTime("at", r.At); err != nil {
+		return r, err
+	}
+	if err := CheckEpisodeID("source", r.Source); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// CheckEpisode validates e and returns it normalized. ID may be empty (the
+// store generates one); a zero OccurredAt becomes now.
+func (l Limits) CheckEpisode(e Episode, now time.Time) (Episode, error) {
+	l = l.WithDefaults()
+	if err := CheckTenant(e.Tenant); err != nil {
+		return e, err
+	}
+	if e.ID != "" {
+		if err := CheckEpisodeID("episode_id", e.ID); err != nil {
+			return e, err
+		}
+	}
+	if e.Kind == "" {
+		e.Kind = KindMessage
+	}
+	if err := checkIdentifier("kind", e.Kind, maxKindBytes); err != nil {
+		return e, err
+	}
+	if err := checkText("session", e.Session, maxSessionBytes, false); err != nil {
+		return e, err
+	}
+	if len(e.Content) > l.MaxContentBytes {
+		return e, Errorf(Invalid, "content", "is %d bytes; the limit is %d", len(e.Content), l.MaxContentBytes)
+	}
+	if !utf8.ValidString(e.Content) {
+		return e, Errorf(Invalid, "content", "is not valid UTF-8")
+	}
+	if e.OccurredAt.IsZero() {
+		e.OccurredAt = now
+	}
+	var err error
+	if e.OccurredAt, err = CheckTime("occurred_at", e.OccurredAt); err != nil {
+		return e, err
+	}
+	if len(e.Metadata) > 0 {
+		m, err := CanonicalValue("metadata", e.Metadata, l.MaxMetadataBytes)
+		if err != nil {
+			return e, err
+		}
+		if m[0] != '{' {
+			return e, Errorf(Invalid, "metadata", "must be a JSON object")
+		}
+		e.Metadata = m
+	} else {
+		e.Metadata = nil
+	}
+	if err := checkText("idempotency_key", e.IdempotencyKey, maxIdemKeyBytes, false); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// Resolve returns the two instants of a read, defaulting to now.
+func (at At) Resolve(now time.Time) (asOf, knownAt time.Time, err error) {
+	asOf, knownAt = at.AsOf, at.KnownAt
+	if asOf.IsZero() {
+		asOf = now
+	}
+	if knownAt.IsZero() {
+		knownAt = now
+	}
+	if asOf, err = CheckTime("as_of", asOf); err != nil {
+		return
+	}
+	knownAt, err = CheckTime("known_at", knownAt)
+	return
+}
+
+// PrefixField qualifies the field of an *Error with prefix, so that an error
+// in a batch names its item ("assertions[3].valid_from").
+func PrefixField(prefix string, err error) error { return withFieldPrefix(prefix, err) }
