@@ -33,11 +33,11 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 	if err != nil {
 		return e, err
 	}
-	commit, rollback, err := s.begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return e, err
 	}
-	defer rollback()
+	defer tx.rollback()
 
 	if e.IdempotencyKey != "" {
 		have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND idempotency_key = ?2`, e.Tenant, e.IdempotencyKey))
@@ -82,7 +82,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 	default:
 		return e, sgam.Errorf(sgam.Conflict, "episode_id", "episode %s already exists with different content", e.ID)
 	}
-	if err := commit(); err != nil {
+	if err := tx.commit(nil); err != nil {
 		return e, err
 	}
 	return e, nil

@@ -69,7 +69,8 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	}
 	// Among the rows believed at K (?5), the one with the greatest
 	// valid_from <= V (?4); the caller checks that it still holds at V.
-	r.get = prep(`SELECT ` + factColumns("?5") + ` FROM facts f
+	r.get = prep(`SELECT ` + factColumns("?5") + `,
+		(SELECT max(e.recorded_at) FROM evidence e WHERE e.fact_id = f.fact_id) FROM facts f
 		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND valid_from <= ?4
 		  AND recorded_at <= ?5 AND (retracted_at IS NULL OR retracted_at > ?5)
 		ORDER BY valid_from DESC LIMIT 1`)
@@ -95,7 +96,8 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// Get implements sgam.Store.
+// Get implements sgam.Store. Current reads (no AsOf, no KnownAt) are
+// answered from the current-read cache when it has the key.
 func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
 	if err := key.Check(); err != nil {
 		return nil, err
@@ -105,14 +107,45 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 		return nil, err
 	}
 	v, k := sgam.Micros(asOf), sgam.Micros(knownAt)
-	f, err := scanFact(s.rst.get.QueryRowContext(ctx, key.Tenant, key.Subject, key.Attribute, v, k))
+	current := s.cache != nil && at.AsOf.IsZero() && at.KnownAt.IsZero()
+	var gen uint64
+	if current {
+		if f, hit := s.cache.lookup(key, v); hit {
+			return f, nil
+		}
+		gen = s.cache.generation()
+	}
+	var lastLink sql.NullInt64
+	f, err := scanFact(withExtra{s.rst.get.QueryRowContext(ctx, key.Tenant, key.Subject, key.Attribute, v, k), []any{&lastLink}})
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, mapErr("get "+key.String(), err)
 	}
-	if f.Tombstone || (f.ValidTo != nil && sgam.Micros(*f.ValidTo) <= v) {
+	validTo := temporal.Open
+	if f.ValidTo != nil {
+		validTo = sgam.Micros(*f.ValidTo)
+	}
+	if validTo <= v {
+		return nil, nil // a gap: no row holds at v
+	}
+	if current {
+		// The answer holds until its row is retracted or gains evidence at a
+		// transaction time still in the future of this read.
+		e := cachedRow{from: sgam.Micros(f.ValidFrom), validTo: validTo, knownAt: k, expireAt: temporal.Open}
+		if f.RetractedAt != nil {
+			e.expireAt = sgam.Micros(*f.RetractedAt)
+		}
+		if lastLink.Valid && lastLink.Int64 > k {
+			e.expireAt = min(e.expireAt, lastLink.Int64)
+		}
+		if !f.Tombstone {
+			e.fact = &f
+		}
+		s.cache.store(key, gen, e)
+	}
+	if f.Tombstone {
 		return nil, nil
 	}
 	return &f, nil

@@ -35,6 +35,8 @@ type Options struct {
 	CacheMiB int
 	// ReadConns bounds the read pool; default 2 × GOMAXPROCS, at least 4.
 	ReadConns int
+	// NoCache turns off the cache of current reads (see currentCache).
+	NoCache bool
 }
 
 // Store is the embedded SQLite store. It is safe for concurrent use.
@@ -51,6 +53,8 @@ type Store struct {
 
 	rdb *sql.DB
 	rst readStmts
+
+	cache *currentCache // nil when off
 }
 
 var _ sgam.Store = (*Store)(nil)
@@ -102,6 +106,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if !opts.NoCache {
+		s.cache = newCurrentCache(openWALIndex(path))
+	}
 
 	q.Set("_query_only", "1")
 	if s.rdb, err = sql.Open("sqlite", path+"?"+q.Encode()); err != nil {
@@ -125,6 +132,9 @@ func (s *Store) Path() string { return s.path }
 // last connection closes.
 func (s *Store) Close() error {
 	var errs []error
+	if s.cache != nil {
+		s.cache.wal.close()
+	}
 	for _, st := range s.bulk {
 		st.Close()
 	}
@@ -202,35 +212,51 @@ func (s *Store) Now() time.Time { return s.clock.Now() }
 // now returns the store clock in microseconds.
 func (s *Store) now() int64 { return sgam.Micros(s.clock.Now()) }
 
-// begin starts an IMMEDIATE write transaction on the writer connection and
-// returns a function that rolls it back unless commit was called.
-func (s *Store) begin(ctx context.Context) (commit func() error, rollback func(), err error) {
+// writeTx is an IMMEDIATE transaction on the writer connection.
+type writeTx struct {
+	s        *Store
+	ctx      context.Context
+	finished bool
+}
+
+// begin starts an IMMEDIATE write transaction on the writer connection.
+// The caller must end it with commit or rollback (rollback after commit is
+// a no-op, for defer).
+func (s *Store) begin(ctx context.Context) (*writeTx, error) {
 	s.wmu.Lock()
 	if _, err := s.w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		s.wmu.Unlock()
-		return nil, nil, mapErr("begin write", err)
+		return nil, mapErr("begin write", err)
 	}
-	finished := false
-	commit = func() error {
-		_, err := s.w.ExecContext(ctx, "COMMIT")
-		if err != nil {
-			return mapErr("commit", err)
-		}
-		finished = true
-		s.wmu.Unlock()
-		return nil
+	return &writeTx{s: s, ctx: ctx}, nil
+}
+
+// commit commits, and tells the current-read cache which keys changed.
+func (tx *writeTx) commit(keys []sgam.Key) error {
+	var before uint32
+	if tx.s.cache != nil {
+		before = tx.s.cache.committing()
 	}
-	rollback = func() {
-		if finished {
-			return
-		}
-		finished = true
-		// A failed statement may have rolled the transaction back already;
-		// then ROLLBACK fails harmlessly.
-		s.w.ExecContext(context.Background(), "ROLLBACK")
-		s.wmu.Unlock()
+	if _, err := tx.s.w.ExecContext(tx.ctx, "COMMIT"); err != nil {
+		return mapErr("commit", err)
 	}
-	return commit, rollback, nil
+	if tx.s.cache != nil {
+		tx.s.cache.committed(keys, before)
+	}
+	tx.finished = true
+	tx.s.wmu.Unlock()
+	return nil
+}
+
+func (tx *writeTx) rollback() {
+	if tx.finished {
+		return
+	}
+	tx.finished = true
+	// A failed statement may have rolled the transaction back already;
+	// then ROLLBACK fails harmlessly.
+	tx.s.w.ExecContext(context.Background(), "ROLLBACK")
+	tx.s.wmu.Unlock()
 }
 
 func unavailable(what string, err error) error {

@@ -92,11 +92,11 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 			return st, sgam.PrefixField(fmt.Sprintf("facts[%d]", i), err)
 		}
 	}
-	commit, rollback, err := s.begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return st, err
 	}
-	defer rollback()
+	defer tx.rollback()
 
 	for i, e := range b.Episodes {
 		have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, e.Tenant, e.ID))
@@ -167,7 +167,11 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 			return st, sgam.Errorf(sgam.Conflict, "facts", "importing would break an invariant of %s: %s", k, p[0].Message)
 		}
 	}
-	if err := commit(); err != nil {
+	keys := make([]sgam.Key, 0, len(touched))
+	for k := range touched {
+		keys = append(keys, k)
+	}
+	if err := tx.commit(keys); err != nil {
 		return st, err
 	}
 	return st, nil

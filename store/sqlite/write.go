@@ -28,7 +28,7 @@ func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
 		st, err = c.PrepareContext(ctx, q)
 		return st
 	}
-	w.lastID = prep(`SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'facts'), 0)`)
+	w.lastID = prep(`SELECT max(coalesce((SELECT max(fact_id) FROM facts), 0), (SELECT value FROM meta WHERE key = 'fact_id_floor'))`)
 	w.factByID = prep(`SELECT ` + factColumns("?2") + ` FROM facts f WHERE fact_id = ?1`)
 	if err != nil {
 		return mapErr("prepare", err)
@@ -99,11 +99,11 @@ type keyState struct {
 // instant. batch names the operations in errors ("assertions[i]"); empty
 // for a single write.
 func (s *Store) write(ctx context.Context, ops []writeOp, batch string) ([]sgam.WriteResult, error) {
-	commit, rollback, err := s.begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer rollback()
+	defer tx.rollback()
 
 	keys := make(map[sgam.Key]*keyState)
 	var order []sgam.Key
@@ -119,12 +119,12 @@ func (s *Store) write(ctx context.Context, ops []writeOp, batch string) ([]sgam.
 	}
 	// Transaction time never runs backwards for a key: a row is never
 	// retracted before it was recorded, even if the clock was set back.
-	tx := s.now()
+	now := s.now()
 	if err := s.loadWindows(ctx, order, keys); err != nil {
 		return nil, err
 	}
 	for _, k := range order {
-		tx = max(tx, keys[k].maxRecorded)
+		now = max(now, keys[k].maxRecorded)
 	}
 	var lastID int64
 	if err := s.wst.lastID.QueryRowContext(ctx).Scan(&lastID); err != nil {
@@ -134,7 +134,7 @@ func (s *Store) write(ctx context.Context, ops []writeOp, batch string) ([]sgam.
 
 	outcomes := make([]temporal.Outcome, len(ops))
 	for i, o := range ops {
-		out, err := keys[o.key].ledger.Apply(o.op, o.source, tx, nextID)
+		out, err := keys[o.key].ledger.Apply(o.op, o.source, now, nextID)
 		if err != nil {
 			err = conflict(o, err)
 			if batch != "" {
@@ -144,7 +144,7 @@ func (s *Store) write(ctx context.Context, ops []writeOp, batch string) ([]sgam.
 		}
 		outcomes[i] = out
 	}
-	if err := s.flush(ctx, ops, order, keys, tx); err != nil {
+	if err := s.flush(ctx, ops, order, keys, now); err != nil {
 		return nil, err
 	}
 	results := make([]sgam.WriteResult, len(ops))
@@ -159,7 +159,7 @@ func (s *Store) write(ctx context.Context, ops []writeOp, batch string) ([]sgam.
 		}
 		results[i] = sgam.WriteResult{Fact: f, NoChange: out.Repeat}
 	}
-	if err := commit(); err != nil {
+	if err := tx.commit(order); err != nil {
 		return nil, err
 	}
 	return results, nil

@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("BadInput", func(t *testing.T) { runBadInput(t, newStore) })
 	t.Run("Batch", func(t *testing.T) { runBatch(t, newStore) })
 	t.Run("Property", func(t *testing.T) { runProperty(t, newStore) })
+	t.Run("CurrentReads", func(t *testing.T) { runCurrent(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 	t.Run("Transfer", func(t *testing.T) { runTransfer(t, newStore) })
 }

@@ -17,10 +17,18 @@ CREATE UNIQUE INDEX episodes_idempotency ON episodes (tenant, idempotency_key) W
 CREATE INDEX episodes_session ON episodes (tenant, session, occurred_at);
 CREATE INDEX episodes_occurred ON episodes (tenant, occurred_at);
 
--- AUTOINCREMENT: a fact id is never reused, even after its row is deleted,
--- so an audit record that names an id always means one row.
+-- Store-wide settings. fact_id_floor: fact ids are allocated above both
+-- max(fact_id) and this floor; whatever deletes facts raises the floor, so an
+-- id is never reused and an audit record naming an id always means one row.
+-- (AUTOINCREMENT would do the same but writes a page on every insert.)
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('fact_id_floor', 0);
+
 CREATE TABLE facts (
-    fact_id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    fact_id        INTEGER PRIMARY KEY,
     tenant         TEXT    NOT NULL,
     subject        TEXT    NOT NULL,
     attribute      TEXT    NOT NULL,
