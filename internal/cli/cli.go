@@ -32,8 +32,8 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 
-	db       string
-	tenant   string
+	db        string
+	tenant    string
 	jsonOut   bool
 	tenantSet bool // --tenant or $SGAM_TENANT was given, not the default
 }

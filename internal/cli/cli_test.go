@@ -56,8 +56,12 @@ func TestDemo(t *testing.T) {
 
 func TestFactCommands(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "t.db")
-	run := func(args ...string) result { return sgamRun(t, "", append([]string{"--db", db, "--tenant", "acme"}, args...)...) }
-	other := func(args ...string) result { return sgamRun(t, "", append([]string{"--db", db, "--tenant", "globex"}, args...)...) }
+	run := func(args ...string) result {
+		return sgamRun(t, "", append([]string{"--db", db, "--tenant", "acme"}, args...)...)
+	}
+	other := func(args ...string) result {
+		return sgamRun(t, "", append([]string{"--db", db, "--tenant", "globex"}, args...)...)
+	}
 
 	r := run("episode", "add", "--id", "e1", "--occurred-at", "2026-06-01T09:00:00Z", "--content", "deadline is July 15")
 	require.Equal(t, 0, r.code, r.stderr)
