@@ -15,8 +15,9 @@ import (
 func factColumns(param string) string {
 	return `f.fact_id, f.tenant, f.subject, f.attribute, f.value, f.valid_from, f.valid_to,
 		f.recorded_at, f.retracted_at, f.supersedes, f.schema_version, f.source,
-		(SELECT group_concat(e.episode_id, char(31) ORDER BY e.recorded_at, e.episode_id)
-		   FROM evidence e WHERE e.fact_id = f.fact_id AND e.recorded_at <= ` + param + `)`
+		CASE WHEN EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id) THEN
+		  (SELECT group_concat(e.episode_id, char(31) ORDER BY e.recorded_at, e.episode_id)
+		     FROM evidence e WHERE e.fact_id = f.fact_id AND e.recorded_at <= ` + param + `) END`
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -53,7 +54,7 @@ func scanFact(sc scanner) (sgam.Fact, error) {
 
 // readStmts are the read path's statements, prepared on the read pool.
 type readStmts struct {
-	get, state, history, factByID, trace *sql.Stmt
+	state, history, factByID, trace *sql.Stmt
 	episode                              *sql.Stmt
 }
 
@@ -67,13 +68,6 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		st, err = db.PrepareContext(ctx, q)
 		return st
 	}
-	// Among the rows believed at K (?5), the one with the greatest
-	// valid_from <= V (?4); the caller checks that it still holds at V.
-	r.get = prep(`SELECT ` + factColumns("?5") + `,
-		(SELECT max(e.recorded_at) FROM evidence e WHERE e.fact_id = f.fact_id) FROM facts f
-		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND valid_from <= ?4
-		  AND recorded_at <= ?5 AND (retracted_at IS NULL OR retracted_at > ?5)
-		ORDER BY valid_from DESC LIMIT 1`)
 	r.state = prep(`SELECT ` + factColumns("?4") + ` FROM facts f
 		WHERE tenant = ?1 AND subject = ?2 AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3)
 		  AND recorded_at <= ?4 AND (retracted_at IS NULL OR retracted_at > ?4) AND value IS NOT NULL
@@ -115,21 +109,14 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 		}
 		gen = s.cache.generation()
 	}
-	var lastLink sql.NullInt64
-	f, err := scanFact(withExtra{s.rst.get.QueryRowContext(ctx, key.Tenant, key.Subject, key.Attribute, v, k), []any{&lastLink}})
-	if err == sql.ErrNoRows {
-		return nil, nil
-	}
+	got, found, err := s.gets.getRow(ctx, key, v, k)
 	if err != nil {
 		return nil, mapErr("get "+key.String(), err)
 	}
-	validTo := temporal.Open
-	if f.ValidTo != nil {
-		validTo = sgam.Micros(*f.ValidTo)
+	if !found || got.validTo <= v {
+		return nil, nil // no row, or a gap: nothing holds at v
 	}
-	if validTo <= v {
-		return nil, nil // a gap: no row holds at v
-	}
+	f, validTo, lastLink := got.fact, got.validTo, got.lastLink
 	if current {
 		// The answer holds until its row is retracted or gains evidence at a
 		// transaction time still in the future of this read.
@@ -137,8 +124,8 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 		if f.RetractedAt != nil {
 			e.expireAt = sgam.Micros(*f.RetractedAt)
 		}
-		if lastLink.Valid && lastLink.Int64 > k {
-			e.expireAt = min(e.expireAt, lastLink.Int64)
+		if lastLink > k {
+			e.expireAt = min(e.expireAt, lastLink)
 		}
 		if !f.Tombstone {
 			e.fact = &f

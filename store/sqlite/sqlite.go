@@ -51,8 +51,9 @@ type Store struct {
 	wst  writeStmts
 	bulk map[bulkKey]*sql.Stmt
 
-	rdb *sql.DB
-	rst readStmts
+	rdb  *sql.DB
+	rst  readStmts
+	gets *getPool
 
 	cache *currentCache // nil when off
 }
@@ -122,6 +123,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.gets = newGetPool(path+"?"+q.Encode(), opts.ReadConns)
 	return s, nil
 }
 
@@ -137,6 +139,9 @@ func (s *Store) Close() error {
 	}
 	for _, st := range s.bulk {
 		st.Close()
+	}
+	if s.gets != nil {
+		s.gets.close()
 	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
