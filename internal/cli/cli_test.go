@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/internal/cli"
@@ -217,4 +219,35 @@ func TestExportImportRoundTrip(t *testing.T) {
 	r = sgamRun(t, "", "--db", filepath.Join(dir, "other.db"), "import", bad)
 	require.Equal(t, cli.ExitUsage, r.code)
 	require.Contains(t, r.stderr, "line 4: recorded_at:")
+}
+
+// TestCheckNamesViolations corrupts a database behind the store's back
+// and expects `sgam check` to fail naming each broken rule.
+func TestCheckNamesViolations(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	r := sgamRun(t, "", "--db", db, "--tenant", "acme", "assert", "mira", "city", `"Oslo"`, "--valid-from", "2026-01-01T00:00:00Z", "--source", "e1")
+	require.Equal(t, 0, r.code, r.stderr)
+	raw, err := sql.Open("sqlite", db)
+	require.NoError(t, err)
+	defer raw.Close()
+	for _, q := range []string{
+		// A closed believed row overlapping the open one.
+		`INSERT INTO facts (fact_id, tenant, subject, attribute, value, valid_from, valid_to, recorded_at, source)
+		 VALUES (100, 'acme', 'mira', 'city', '"Rome"', 1767225600000000 - 10, 1767225600000000 + 10, 1, 'e1')`,
+		// A fact with no evidence at all.
+		`INSERT INTO facts (fact_id, tenant, subject, attribute, value, valid_from, recorded_at)
+		 VALUES (101, 'acme', 'kai', 'city', '"Rome"', 0, 1)`,
+	} {
+		_, err := raw.Exec(q)
+		require.NoError(t, err)
+	}
+	r = sgamRun(t, "", "--db", db, "check")
+	require.Equal(t, cli.ExitFailure, r.code)
+	require.Contains(t, r.stdout, "overlap acme/mira.city: believed facts")
+	require.Contains(t, r.stdout, "evidence acme/kai.city: fact 101 has no evidence episode")
+	require.Contains(t, r.stderr, "check found 2 violations")
+	r = sgamRun(t, "", "--db", db, "--json", "check")
+	var vs []sgam.Violation
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &vs))
+	require.Len(t, vs, 2)
 }

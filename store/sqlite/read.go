@@ -55,19 +55,12 @@ func scanFact(sc scanner) (sgam.Fact, error) {
 // readStmts are the read path's statements, prepared on the read pool.
 type readStmts struct {
 	state, history, factByID, trace *sql.Stmt
-	episode                              *sql.Stmt
+	episode                         *sql.Stmt
 }
 
 func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
-	var err error
-	prep := func(q string) *sql.Stmt {
-		if err != nil {
-			return nil
-		}
-		var st *sql.Stmt
-		st, err = db.PrepareContext(ctx, q)
-		return st
-	}
+	p := preparer{ctx: ctx, on: db}
+	prep := p.prep
 	r.state = prep(`SELECT ` + factColumns("?4") + ` FROM facts f
 		WHERE tenant = ?1 AND subject = ?2 AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3)
 		  AND recorded_at <= ?4 AND (retracted_at IS NULL OR retracted_at > ?4) AND value IS NOT NULL
@@ -84,10 +77,26 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		SELECT ` + factColumns("?3") + ` FROM chain c JOIN facts f ON f.fact_id = c.id
 		WHERE f.tenant = ?2 ORDER BY c.depth`)
 	r.episode = prep(`SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`)
-	if err != nil {
-		return mapErr("prepare", err)
+	return mapErr("prepare", p.err)
+}
+
+// preparer prepares statements one after the other and keeps the first
+// error, so a list of statements reads as a list.
+type preparer struct {
+	ctx context.Context
+	on  interface {
+		PrepareContext(context.Context, string) (*sql.Stmt, error)
 	}
-	return nil
+	err error
+}
+
+func (p *preparer) prep(query string) *sql.Stmt {
+	if p.err != nil {
+		return nil
+	}
+	st, err := p.on.PrepareContext(p.ctx, query)
+	p.err = err
+	return st
 }
 
 // Get implements sgam.Store. Current reads (no AsOf, no KnownAt) are

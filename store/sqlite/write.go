@@ -19,21 +19,11 @@ type writeStmts struct {
 }
 
 func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
-	var err error
-	prep := func(q string) *sql.Stmt {
-		if err != nil {
-			return nil
-		}
-		var st *sql.Stmt
-		st, err = c.PrepareContext(ctx, q)
-		return st
-	}
+	p := preparer{ctx: ctx, on: c}
+	prep := p.prep
 	w.lastID = prep(`SELECT max(coalesce((SELECT max(fact_id) FROM facts), 0), (SELECT value FROM meta WHERE key = 'fact_id_floor'))`)
 	w.factByID = prep(`SELECT ` + factColumns("?2") + ` FROM facts f WHERE fact_id = ?1`)
-	if err != nil {
-		return mapErr("prepare", err)
-	}
-	return nil
+	return mapErr("prepare", p.err)
 }
 
 // writeOp is one assertion or retraction, validated.
