@@ -32,10 +32,9 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 
-	db        string
-	tenant    string
-	jsonOut   bool
-	tenantSet bool // --tenant or $SGAM_TENANT was given, not the default
+	db      string
+	tenant  string
+	jsonOut bool
 }
 
 // usageError is bad input caught by the command line itself: an unknown
@@ -104,7 +103,6 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 			if a.db == "" {
 				return sgam.Errorf(sgam.Invalid, "--db", "is empty")
 			}
-			a.tenantSet = cmd.Flags().Changed("tenant") || os.Getenv("SGAM_TENANT") != ""
 			return sgam.CheckTenant(a.tenant)
 		},
 	}
