@@ -52,11 +52,10 @@ type Store interface {
 	// Check verifies every invariant over the whole store, all tenants.
 	Check(ctx context.Context) ([]Violation, error)
 
-	// ExportEpisodes and ExportFacts stream every row of a tenant (all
-	// tenants when tenant is empty) exactly as stored: episodes by tenant and
-	// id, facts by id.
-	ExportEpisodes(ctx context.Context, tenant string, fn func(Episode) error) error
-	ExportFacts(ctx context.Context, tenant string, fn func(StoredFact) error) error
+	// Export streams every row of a tenant (all tenants when tenant is
+	// empty) exactly as stored, from one snapshot: episodes by tenant and id,
+	// then facts by id.
+	Export(ctx context.Context, tenant string, episode func(Episode) error, fact func(StoredFact) error) error
 	// Import restores exported rows in one transaction, ids and both time
 	// axes unchanged. Rows already present and identical are counted and
 	// skipped, so an interrupted import can be run again; a different row

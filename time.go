@@ -11,7 +11,7 @@ import (
 
 var (
 	minInstant = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxInstant = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	maxInstant = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC) // the last microsecond
 )
 
 // ParseTime parses an RFC 3339 timestamp with an explicit offset ("Z" or
@@ -27,15 +27,19 @@ func ParseTime(field, s string) (time.Time, error) {
 	// time.Parse accepts a lower-case "t" and "z", and RFC 3339 allows them;
 	// it rejects a missing offset, which is what we want: a timestamp
 	// without an offset is ambiguous and would mis-order facts.
-	// RFC 3339 allows a lower-case "t" and "z"; time.Parse does not.
+	// RFC 3339 allows a lower-case "t" and "z"; time.Parse does not. It
+	// does accept a decimal comma, which RFC 3339 does not.
 	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+	if err == nil && strings.Contains(s, ",") {
+		err = Errorf(Invalid, field, "decimal comma")
+	}
 	if err != nil {
 		if offsetless(s) {
 			return time.Time{}, Errorf(Invalid, field, "%q has no UTC offset; write it as RFC 3339 with Z or ±hh:mm, for example 2026-06-03T10:00:00Z", s)
 		}
 		return time.Time{}, Errorf(Invalid, field, "%q is not an RFC 3339 timestamp (for example 2026-06-03T10:00:00Z)", s)
 	}
-	return CheckTime(field, t)
+	return inRange(field, t)
 }
 
 // CheckTime normalizes t to UTC microseconds and rejects instants outside
@@ -44,11 +48,16 @@ func CheckTime(field string, t time.Time) (time.Time, error) {
 	if t.IsZero() {
 		return time.Time{}, Errorf(Invalid, field, "is required")
 	}
-	t = t.UTC()
+	return inRange(field, t)
+}
+
+// inRange normalizes t to UTC microseconds and checks its year.
+func inRange(field string, t time.Time) (time.Time, error) {
+	t = t.UTC().Truncate(time.Microsecond)
 	if t.Before(minInstant) || t.After(maxInstant) {
 		return time.Time{}, Errorf(Invalid, field, "%s is outside years 0001 to 9999", t.Format(time.RFC3339Nano))
 	}
-	return t.Truncate(time.Microsecond), nil
+	return t, nil
 }
 
 // offsetless reports whether s is a date or a date and time that only

@@ -2,6 +2,7 @@ package sgam
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -36,8 +37,8 @@ func (l Limits) CheckImportedEpisode(e *Episode) error {
 // normalizes it in place.
 func (l Limits) CheckImportedFact(f *StoredFact) error {
 	l = l.WithDefaults()
-	if f.ID <= 0 {
-		return Errorf(Invalid, "fact_id", "must be a positive integer")
+	if f.ID <= 0 || f.ID > MaxFactID {
+		return Errorf(Invalid, "fact_id", "must be between 1 and %d", MaxFactID)
 	}
 	if err := f.Key().Check(); err != nil {
 		return err
@@ -81,8 +82,8 @@ func (l Limits) CheckImportedFact(f *StoredFact) error {
 		}
 		f.RetractedAt = &t
 	}
-	if f.Supersedes != nil && *f.Supersedes <= 0 {
-		return Errorf(Invalid, "supersedes", "must be a positive fact id")
+	if f.Supersedes != nil && (*f.Supersedes <= 0 || *f.Supersedes > MaxFactID) {
+		return Errorf(Invalid, "supersedes", "must be a fact id between 1 and %d", MaxFactID)
 	}
 	if f.SchemaVersion < 0 {
 		return Errorf(Invalid, "schema_version", "must not be negative")
@@ -106,6 +107,9 @@ func (l Limits) CheckImportedFact(f *StoredFact) error {
 		if e.RecordedAt, err = CheckTime("evidence.recorded_at", e.RecordedAt); err != nil {
 			return err
 		}
+	}
+	if f.Source == "" && len(f.Evidence) == 0 {
+		return Errorf(Invalid, "source", "is required: every fact cites the episode it came from")
 	}
 	f.Sources = []string{}
 	if f.Source != "" {
@@ -155,4 +159,50 @@ func sortedEvidence(es []Evidence) []Evidence {
 		return 0
 	})
 	return out
+}
+
+// CheckImportBatch checks what can be checked of a batch on its own: no
+// episode or fact twice. Records must have passed CheckImportedEpisode and
+// CheckImportedFact.
+func CheckImportBatch(b ImportBatch) error {
+	episodes := make(map[[2]string]int, len(b.Episodes))
+	for i, e := range b.Episodes {
+		k := [2]string{e.Tenant, e.ID}
+		if j, dup := episodes[k]; dup {
+			return Errorf(Invalid, fmt.Sprintf("episodes[%d].episode_id", i), "episode %s of tenant %s is also episodes[%d]", e.ID, e.Tenant, j)
+		}
+		episodes[k] = i
+	}
+	facts := make(map[int64]int, len(b.Facts))
+	for i, f := range b.Facts {
+		if j, dup := facts[f.ID]; dup {
+			return Errorf(Invalid, fmt.Sprintf("facts[%d].fact_id", i), "fact %d is also facts[%d]", f.ID, j)
+		}
+		facts[f.ID] = i
+	}
+	return nil
+}
+
+// LatestInstant returns the latest transaction time in a batch: what the
+// store's transaction clock must not fall behind after importing it.
+func (b ImportBatch) LatestInstant() time.Time {
+	var t time.Time
+	later := func(u time.Time) {
+		if u.After(t) {
+			t = u
+		}
+	}
+	for _, e := range b.Episodes {
+		later(e.RecordedAt)
+	}
+	for _, f := range b.Facts {
+		later(f.RecordedAt)
+		if f.RetractedAt != nil {
+			later(*f.RetractedAt)
+		}
+		for _, e := range f.Evidence {
+			later(e.RecordedAt)
+		}
+	}
+	return t
 }

@@ -56,6 +56,10 @@ type Episode struct {
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 }
 
+// MaxFactID is the largest fact id: 2^53-1, so that ids survive JSON
+// readers that hold numbers as doubles.
+const MaxFactID = 1<<53 - 1
+
 // KindUnknown is the kind of a placeholder episode, created when a write
 // names a source episode that was not captured yet. Adding the episode later
 // fills the placeholder in.

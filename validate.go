@@ -272,6 +272,15 @@ func (l Limits) CheckEpisode(e Episode, now time.Time) (Episode, error) {
 	return e, nil
 }
 
+// CheckNewEpisode validates an episode a caller captures: CheckEpisode,
+// and the placeholder kind is reserved for the store.
+func (l Limits) CheckNewEpisode(e Episode, now time.Time) (Episode, error) {
+	if e.Kind == KindUnknown {
+		return e, Errorf(Invalid, "kind", "%q is reserved for placeholder episodes the store creates; name the kind of input this is", KindUnknown)
+	}
+	return l.CheckEpisode(e, now)
+}
+
 // Resolve returns the two instants of a read, defaulting to now.
 func (at At) Resolve(now time.Time) (asOf, knownAt time.Time, err error) {
 	asOf, knownAt = at.AsOf, at.KnownAt

@@ -95,16 +95,12 @@ func Export(ctx context.Context, store sgam.Store, tenant string, now time.Time,
 	if err := enc.Encode(header{Type: "header", Format: Format, Version: Version, ExportedAt: sgam.FormatTime(now)}); err != nil {
 		return c, err
 	}
-	err := store.ExportEpisodes(ctx, tenant, func(e sgam.Episode) error {
+	err := store.Export(ctx, tenant, func(e sgam.Episode) error {
 		c.Episodes++
 		return enc.Encode(episodeLine{Type: "episode", Tenant: e.Tenant, EpisodeID: e.ID, Session: e.Session, Kind: e.Kind,
 			Content: e.Content, OccurredAt: sgam.FormatTime(e.OccurredAt), RecordedAt: sgam.FormatTime(e.RecordedAt),
 			Metadata: e.Metadata, IdempotencyKey: e.IdempotencyKey})
-	})
-	if err != nil {
-		return c, err
-	}
-	err = store.ExportFacts(ctx, tenant, func(f sgam.StoredFact) error {
+	}, func(f sgam.StoredFact) error {
 		c.Facts++
 		return enc.Encode(toFactLine(f))
 	})

@@ -27,7 +27,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -155,7 +154,7 @@ func ParseLine(line []byte) (Op, error) {
 	add(timeField(raw, "as_of", &op.AsOf))
 	add(timeField(raw, "known_at", &op.KnownAt))
 	if v, ok := raw["fact_id"]; ok {
-		if err := json.Unmarshal(v, &op.FactID); err != nil || op.FactID <= 0 {
+		if err := json.Unmarshal(v, &op.FactID); err != nil || op.FactID <= 0 || op.FactID > sgam.MaxFactID {
 			add(sgam.Errorf(sgam.Invalid, "fact_id", "must be a positive integer"))
 		}
 	}
@@ -185,6 +184,9 @@ func str(raw map[string]json.RawMessage, name string, dst *string) error {
 	v, ok := raw[name]
 	if !ok {
 		return nil
+	}
+	if string(v) == "null" {
+		return sgam.Errorf(sgam.Invalid, name, "must be a string, not null (leave the field out instead)")
 	}
 	if err := json.Unmarshal(v, dst); err != nil {
 		return sgam.Errorf(sgam.Invalid, name, "must be a string")
@@ -246,41 +248,63 @@ type Stats struct {
 // operation is reported in its result line.
 func (r *Runner) Run(ctx context.Context, in io.Reader, out io.Writer) (Stats, error) {
 	var st Stats
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 1<<16), MaxLineBytes)
+	br := bufio.NewReaderSize(in, 1<<16)
 	bw := bufio.NewWriter(out)
 	defer bw.Flush()
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for sc.Scan() {
+	for {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
+		line, tooLong, err := readLine(br, MaxLineBytes)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return st, err
+		}
+		eof := errors.Is(err, io.EOF)
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 || tooLong {
+			st.Lines++
+			var res Result
+			if tooLong {
+				res = failure(sgam.Errorf(sgam.Invalid, "line", "is longer than %d bytes", MaxLineBytes))
+			} else {
+				res = r.Line(ctx, line)
+			}
+			if !res.OK {
+				st.Failed++
+			}
+			if err := enc.Encode(res); err != nil {
+				return st, err
+			}
+			// Flush per line, so a caller driving the replay interactively
+			// sees each result as soon as it exists.
+			if err := bw.Flush(); err != nil {
+				return st, err
+			}
+		}
+		if eof {
+			return st, nil
+		}
+	}
+}
+
+// readLine reads one line of at most max bytes. A longer line is consumed
+// to its end and reported as tooLong, so the next line can still be read.
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			tooLong = true
+			line = line[:0]
+		} else if !tooLong {
+			line = append(line, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		st.Lines++
-		res := r.Line(ctx, line)
-		if !res.OK {
-			st.Failed++
-		}
-		if err := enc.Encode(res); err != nil {
-			return st, err
-		}
-		// Flush per line, so a caller driving the replay interactively
-		// sees each result as soon as it exists.
-		if err := bw.Flush(); err != nil {
-			return st, err
-		}
+		return line, tooLong, err
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return st, fmt.Errorf("line %d is longer than %d bytes", st.Lines+1, MaxLineBytes)
-		}
-		return st, err
-	}
-	return st, nil
 }
 
 // Line executes one script line.

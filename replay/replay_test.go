@@ -81,6 +81,8 @@ func TestBadLinesNameTheField(t *testing.T) {
 		{`{"op":"trace","fact_id":-3}`, "invalid", "fact_id"},
 		{`{"op":"trace","fact_id":99}`, "not_found", "fact_id"},
 		{`[1,2]`, "invalid", "line"},
+		{`{"op":"get","tenant":null,"subject":"m","attribute":"a"}`, "invalid", "tenant"},
+		{`{"op":"trace","fact_id":null}`, "invalid", "fact_id"},
 		{`{"op":"get"} {"op":"get"}`, "invalid", "line"},
 	} {
 		res := r.Line(context.Background(), []byte(c.line))
@@ -113,4 +115,20 @@ func FuzzParseLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLongLineFailsAndReplayGoesOn: a line over the limit is one failed
+// result, and the lines after it still run.
+func TestLongLineFailsAndReplayGoesOn(t *testing.T) {
+	r, _ := newRunner(t)
+	long := `{"op":"clock","now":"` + strings.Repeat("x", replay.MaxLineBytes) + `"}`
+	in := "{\"op\":\"clock\",\"now\":\"2026-01-01T00:00:00Z\"}\n" + long + "\n{\"op\":\"get\",\"subject\":\"m\",\"attribute\":\"a\"}"
+	var out bytes.Buffer
+	st, err := r.Run(context.Background(), strings.NewReader(in), &out)
+	require.NoError(t, err)
+	require.Equal(t, replay.Stats{Lines: 3, Failed: 1}, st)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3)
+	require.Contains(t, lines[1], `"field":"line"`)
+	require.Equal(t, `{"ok":true,"fact":null}`, lines[2])
 }

@@ -14,6 +14,8 @@ import (
 type Options struct {
 	Clock  sgam.Clock
 	Limits sgam.Limits
+	// MustExist makes Open fail with NotFound rather than create a store.
+	MustExist bool
 }
 
 // Open opens the store named by dsn: a file path (created if missing) for
@@ -22,5 +24,5 @@ func Open(ctx context.Context, dsn string, opts Options) (sgam.Store, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		return nil, sgam.Errorf(sgam.Invalid, "db", "PostgreSQL is not supported by this build yet; use a file path")
 	}
-	return sqlite.Open(ctx, dsn, sqlite.Options{Clock: opts.Clock, Limits: opts.Limits})
+	return sqlite.Open(ctx, dsn, sqlite.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist})
 }

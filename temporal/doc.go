@@ -13,10 +13,12 @@
 //  1. A row starts at t: the same value is an idempotent repeat (the new
 //     source becomes extra evidence); a different value is a conflict.
 //  2. A row contains t: it is retracted and inserted again closed at t; the
-//     new row takes [t, end). A repeated value is a boundary too.
-//  3. Otherwise (t is before every row): the new row takes [t, end).
+//     new row takes the rest of its window, [t, its valid_to). A repeated
+//     value is a boundary too.
+//  3. Otherwise (t is before every row): the new row takes [t, the next
+//     believed row's valid_from), or is open if there is none.
 //
-// where end is the valid_from of the next believed row, or open. A
+// A
 // retraction is the same operation with a tombstone (no value). Rows are
 // never edited in place except to set retracted_at, so a read at a past
 // transaction time sees exactly what was believed then.

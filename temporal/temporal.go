@@ -71,17 +71,6 @@ type Plan struct {
 	Insert []NewRow
 }
 
-// Written returns the index in Insert of the row carrying the operation's
-// value, or -1 for a repeat.
-func (p Plan) Written() int {
-	for i, r := range p.Insert {
-		if r.CopyOf == 0 {
-			return i
-		}
-	}
-	return -1
-}
-
 // ConflictError reports a different value asserted at the valid_from of an
 // existing believed row. Nothing may be written.
 type ConflictError struct {
@@ -107,20 +96,21 @@ func PlanWrite(believed []Row, op Op) (Plan, error) {
 		}
 		return Plan{}, &ConflictError{Existing: *prev, Op: op}
 	}
+	if prev != nil && prev.Contains(op.ValidFrom) {
+		// The new row takes the rest of the shortened row's window.
+		return Plan{
+			Retract: []int64{prev.ID},
+			Insert: []NewRow{
+				{ValidFrom: prev.ValidFrom, ValidTo: op.ValidFrom, Value: prev.Value, Supersedes: prev.ID, CopyOf: prev.ID},
+				{ValidFrom: op.ValidFrom, ValidTo: prev.ValidTo, Value: op.Value, Supersedes: prev.ID},
+			},
+		}, nil
+	}
 	// The new row runs to the next believed row, so that a delayed
 	// assertion stops where a later one (or a revocation) starts.
 	end := Open
 	if next != nil {
 		end = next.ValidFrom
-	}
-	if prev != nil && prev.Contains(op.ValidFrom) {
-		return Plan{
-			Retract: []int64{prev.ID},
-			Insert: []NewRow{
-				{ValidFrom: prev.ValidFrom, ValidTo: op.ValidFrom, Value: prev.Value, Supersedes: prev.ID, CopyOf: prev.ID},
-				{ValidFrom: op.ValidFrom, ValidTo: end, Value: op.Value, Supersedes: prev.ID},
-			},
-		}, nil
 	}
 	return Plan{Insert: []NewRow{{ValidFrom: op.ValidFrom, ValidTo: end, Value: op.Value}}}, nil
 }

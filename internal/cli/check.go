@@ -14,18 +14,20 @@ func (a *app) checkCommand() *cobra.Command {
 		Short: "Verify every invariant over the whole database; exit 1 naming each violation",
 		Long: `Verify every invariant over the whole database, every tenant:
 
-  window         every closed row has valid_from < valid_to
-  belief_window  no row is retracted before it was recorded
-  overlap        the believed rows of a key never overlap in valid time
-  open           at most one believed row of a key is open
-  evidence       every fact has a source episode
-  foreign_key    every source and evidence link names an existing episode
-  integrity      the SQLite file itself is sound
+  window           every closed row has valid_from < valid_to
+  belief_window    no row is retracted before it was recorded
+  overlap          the believed rows of a key never overlap in valid time
+  open             at most one believed row of a key is open
+  evidence         every fact has a source episode
+  evidence_tenant  every evidence link is of the fact's own tenant
+  foreign_key      every source and evidence link names an existing episode
+  value            every value is valid JSON
+  integrity        the SQLite file itself is sound
 
 Exit status 0 when clean, 1 with one line per violation otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.open(nil)
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}

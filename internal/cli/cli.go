@@ -35,6 +35,10 @@ type app struct {
 	db      string
 	tenant  string
 	jsonOut bool
+
+	// fields renames the fields of errors to what the user typed in the
+	// running command ("valid_from" -> "--valid-from").
+	fields map[string]string
 }
 
 // usageError is bad input caught by the command line itself: an unknown
@@ -47,7 +51,7 @@ func (e usageError) Unwrap() error { return e.err }
 // Main runs the command line with args (without the program name) and
 // returns the exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fields: cliFields}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -66,6 +70,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 // report prints err and returns its exit status: ExitUsage for bad input,
 // ExitFailure for anything else.
 func (a *app) report(err error) int {
+	var se *sgam.Error
+	if errors.As(err, &se) {
+		if name, ok := a.fields[se.Field]; ok {
+			c := *se
+			c.Field = name
+			err = &c
+		}
+	}
 	var ue usageError
 	switch {
 	case errors.As(err, &ue):
@@ -151,9 +163,32 @@ func envOr(name, def string) string {
 	return def
 }
 
-// open opens the store named by --db.
+// open opens the store named by --db, creating it if needed.
 func (a *app) open(clock sgam.Clock) (sgam.Store, error) {
 	return store.Open(a.ctx, a.db, store.Options{Clock: clock})
+}
+
+// openExisting opens the store named by --db for a command that only reads:
+// a mistyped path is an error, not a new empty database.
+func (a *app) openExisting() (sgam.Store, error) {
+	return store.Open(a.ctx, a.db, store.Options{MustExist: true})
+}
+
+// withFields adds field names for one command to cliFields.
+func (a *app) withFields(names map[string]string) {
+	a.fields = make(map[string]string, len(cliFields)+len(names))
+	for k, v := range cliFields {
+		a.fields[k] = v
+	}
+	for k, v := range names {
+		a.fields[k] = v
+	}
+}
+
+// cliFields are the names the user gave the fields of the library's errors.
+var cliFields = map[string]string{
+	"tenant": "--tenant", "subject": "SUBJECT", "attribute": "ATTRIBUTE", "value": "VALUE",
+	"valid_from": "--valid-from", "at": "--at", "source": "--source", "as_of": "--as-of", "known_at": "--known-at",
 }
 
 // printJSON writes v as indented JSON.

@@ -139,9 +139,14 @@ func TestBadInput(t *testing.T) {
 		{[]string{"assert", "mira", "city", `{"a":`, "--source", "e1"}, "VALUE"},
 		{[]string{"assert", "mira", "city", big, "--source", "e1"}, "VALUE"},
 		{[]string{"assert", "mira", "city", `"Oslo"`}, "--source"},
-		{[]string{"assert", "", "city", `"Oslo"`, "--source", "e1"}, "subject"},
-		{[]string{"assert", "mira", "", `"Oslo"`, "--source", "e1"}, "attribute"},
-		{[]string{"--tenant", "", "assert", "mira", "city", `"Oslo"`, "--source", "e1"}, "tenant"},
+		{[]string{"assert", "", "city", `"Oslo"`, "--source", "e1"}, "SUBJECT: is required"},
+		{[]string{"assert", "mira", "", `"Oslo"`, "--source", "e1"}, "ATTRIBUTE: is required"},
+		{[]string{"assert", "mira", "city", `"Oslo"`, "--source", "e 1"}, "--source:"},
+		{[]string{"--tenant", "", "assert", "mira", "city", `"Oslo"`, "--source", "e1"}, "--tenant: is required"},
+		{[]string{"--tenant", "a b", "get", "mira", "city"}, "--tenant:"},
+		{[]string{"episode", "add", "--id", "e 1"}, "--id:"},
+		{[]string{"episode", "add", "--kind", "unknown"}, "--kind:"},
+		{[]string{"episode", "nosuch"}, "unknown command"},
 		{[]string{"assert", "mira", "city"}, "accepts 3 arg"},
 		{[]string{"get", "mira", "city", "--as-of", "yesterday"}, "--as-of"},
 		{[]string{"get", "mira", "city", "--known-at", "2026-06-03"}, "--known-at"},
@@ -157,10 +162,31 @@ func TestBadInput(t *testing.T) {
 		require.Contains(t, r.stderr, c.names, "%v", c.args)
 	}
 	r := sgamRun(t, "", "--db", db, "--json", "export")
+	if r.code == 0 {
+		require.Equal(t, 1, strings.Count(r.stdout, "\n"), "only the header: nothing was written\n%s", r.stdout)
+	} else {
+		require.Contains(t, r.stderr, "no database", "no command created the database")
+	}
+	r = sgamRun(t, "", "--db", db, "episode", "add", "--id", "ok", "--content", "fine")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, 1, strings.Count(r.stdout, "\n"), "only the header: nothing was written\n%s", r.stdout)
 	r = sgamRun(t, "", "--db", db, "check")
 	require.Equal(t, 0, r.code, r.stdout)
+	r = sgamRun(t, "", "--db", db, "--json", "export")
+	require.Equal(t, 2, strings.Count(r.stdout, "\n"), "only the header and the one good episode\n%s", r.stdout)
+}
+
+// TestReadCommandsDoNotCreate: a mistyped --db is an error for commands
+// that only read, not a new empty database.
+func TestReadCommandsDoNotCreate(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "typo.db")
+	for _, args := range [][]string{{"get", "m", "a"}, {"state", "m"}, {"history", "m", "a"}, {"trace", "1"},
+		{"episode", "list"}, {"episode", "show", "e"}, {"export"}, {"check"}} {
+		r := sgamRun(t, "", append([]string{"--db", db}, args...)...)
+		require.Equal(t, cli.ExitFailure, r.code, "%v", args)
+		require.Contains(t, r.stderr, "no database at", "%v", args)
+	}
+	_, err := os.Stat(db)
+	require.True(t, os.IsNotExist(err))
 }
 
 func TestConflictExitsOne(t *testing.T) {
@@ -169,7 +195,7 @@ func TestConflictExitsOne(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	r = sgamRun(t, "", "--db", db, "assert", "mira", "city", `"Rome"`, "--valid-from", "2026-01-01T00:00:00Z", "--source", "e2")
 	require.Equal(t, cli.ExitFailure, r.code)
-	require.Contains(t, r.stderr, "conflict: valid_from:")
+	require.Contains(t, r.stderr, "conflict: --valid-from:")
 }
 
 func TestReplayCommand(t *testing.T) {

@@ -15,6 +15,10 @@ func (a *app) episodeCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "episode",
 		Short: "Capture, list and show episodes: the raw inputs facts cite as sources",
+		Args:  cobra.NoArgs, // an unknown subcommand is a usage error, not help
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
 	}
 	c.AddCommand(a.episodeAddCommand(), a.episodeListCommand(), a.episodeShowCommand())
 	return c
@@ -34,6 +38,8 @@ fact already named as its source is filled in.`,
     --content "Correction: the passport deadline is June 30."`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"episode_id": "--id", "kind": "--kind", "session": "--session", "occurred_at": "--occurred-at",
+				"metadata": "--metadata", "idempotency_key": "--idempotency-key", "content": "--content"})
 			var err error
 			if e.OccurredAt, err = timeFlag("occurred-at", occurred); err != nil {
 				return err
@@ -99,7 +105,7 @@ func (a *app) episodeListCommand() *cobra.Command {
 			if q.Limit < 1 || q.Limit > 10000 {
 				return sgam.Errorf(sgam.Invalid, "--limit", "must be between 1 and 10000, not %d", q.Limit)
 			}
-			s, err := a.open(nil)
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}
@@ -128,7 +134,8 @@ func (a *app) episodeShowCommand() *cobra.Command {
 		Short: "Show one episode with its content",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.open(nil)
+			a.withFields(map[string]string{"episode_id": "ID"})
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}

@@ -129,7 +129,7 @@ Prints "(no value)" when there was none: never asserted, or retracted.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.open(nil)
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}
@@ -165,7 +165,7 @@ func (a *app) stateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := a.open(nil)
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}
@@ -200,7 +200,7 @@ time). A row that a later write shortened is retracted, not edited; its
 closed copy follows it.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.open(nil)
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}
@@ -228,11 +228,12 @@ func (a *app) traceCommand() *cobra.Command {
 		Short: "Print a fact's supersedes chain and its source episodes with their content",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"fact_id": "FACT_ID"})
 			id, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil || id <= 0 {
 				return sgam.Errorf(sgam.Invalid, "FACT_ID", "%q is not a fact id (a positive integer)", args[0])
 			}
-			s, err := a.open(nil)
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -32,25 +33,40 @@ database. Every tenant is exported unless --only-tenant limits it to --tenant.`,
 			if onlyTenant {
 				tenant = a.tenant
 			}
-			w := a.stdout
-			if out != "" {
-				f, err := os.Create(out)
-				if err != nil {
-					return sgam.Errorf(sgam.Invalid, "--out", "%v", err)
-				}
-				defer f.Close()
-				w = f
-			}
-			s, err := a.open(nil)
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			n, err := archive.Export(a.ctx, s, tenant, time.Now(), w)
+			if out == "" {
+				n, err := archive.Export(a.ctx, s, tenant, time.Now(), a.stdout)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "exported %d episodes, %d facts\n", n.Episodes, n.Facts)
+				return nil
+			}
+			// Write beside the target and rename over it only when complete,
+			// so a failed export never replaces a good backup.
+			f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".partial-*")
+			if err != nil {
+				return sgam.Errorf(sgam.Invalid, "--out", "%v", err)
+			}
+			defer os.Remove(f.Name())
+			n, err := archive.Export(a.ctx, s, tenant, time.Now(), f)
+			if err == nil {
+				err = f.Sync()
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "exported %d episodes, %d facts\n", n.Episodes, n.Facts)
+			if err := os.Rename(f.Name(), out); err != nil {
+				return sgam.Errorf(sgam.Invalid, "--out", "%v", err)
+			}
+			fmt.Fprintf(a.stderr, "exported %d episodes, %d facts to %s\n", n.Episodes, n.Facts, out)
 			return nil
 		},
 	}

@@ -29,7 +29,7 @@ func scanEpisode(sc scanner) (sgam.Episode, error) {
 func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, error) {
 	explicitTime := !e.OccurredAt.IsZero()
 	now := s.clock.Now()
-	e, err := s.limits.CheckEpisode(e, now)
+	e, err := s.limits.CheckNewEpisode(e, now)
 	if err != nil {
 		return e, err
 	}
@@ -60,7 +60,11 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 	have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, e.Tenant, e.ID))
 	switch {
 	case err == sql.ErrNoRows:
-		e.RecordedAt = sgam.FromMicros(sgam.Micros(now))
+		recorded, err := tx.now()
+		if err != nil {
+			return e, err
+		}
+		e.RecordedAt = sgam.FromMicros(recorded)
 		if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
 			sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey)); err != nil {

@@ -54,8 +54,7 @@ func scanFact(sc scanner) (sgam.Fact, error) {
 
 // readStmts are the read path's statements, prepared on the read pool.
 type readStmts struct {
-	state, history, factByID, trace *sql.Stmt
-	episode                         *sql.Stmt
+	state, history, trace, episode *sql.Stmt
 }
 
 func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -67,7 +66,6 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		ORDER BY attribute`)
 	r.history = prep(`SELECT ` + factColumns("?4") + ` FROM facts f
 		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 ORDER BY fact_id`)
-	r.factByID = prep(`SELECT ` + factColumns("?3") + ` FROM facts f WHERE fact_id = ?1 AND tenant = ?2`)
 	// The supersedes chain, newest first, bounded against a corrupt cycle.
 	r.trace = prep(`WITH RECURSIVE chain (id, depth) AS (
 			SELECT ?1, 0

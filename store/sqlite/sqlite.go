@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -37,6 +38,8 @@ type Options struct {
 	ReadConns int
 	// NoCache turns off the cache of current reads (see currentCache).
 	NoCache bool
+	// MustExist makes Open fail with NotFound instead of creating a new file.
+	MustExist bool
 }
 
 // Store is the embedded SQLite store. It is safe for concurrent use.
@@ -68,6 +71,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
 		return nil, sgam.Errorf(sgam.Invalid, "db", "%q: a database path may not contain ? or # or start with file:", path)
+	}
+	if opts.MustExist {
+		if _, err := os.Stat(path); err != nil {
+			return nil, sgam.Errorf(sgam.NotFound, "db", "there is no database at %s", path)
+		}
 	}
 	if opts.Clock == nil {
 		opts.Clock = sgam.SystemClock{}
@@ -214,14 +222,15 @@ func (s *Store) migrate(ctx context.Context) error {
 // Now returns the store clock's current instant.
 func (s *Store) Now() time.Time { return s.clock.Now() }
 
-// now returns the store clock in microseconds.
-func (s *Store) now() int64 { return sgam.Micros(s.clock.Now()) }
-
 // writeTx is an IMMEDIATE transaction on the writer connection.
 type writeTx struct {
 	s        *Store
 	ctx      context.Context
 	finished bool
+
+	instant    int64 // the transaction time, once read
+	advanceTo  int64 // tx_clock to store at commit, when it moves forward
+	clockKnown bool
 }
 
 // begin starts an IMMEDIATE write transaction on the writer connection.
@@ -236,11 +245,53 @@ func (s *Store) begin(ctx context.Context) (*writeTx, error) {
 	return &writeTx{s: s, ctx: ctx}, nil
 }
 
+// now returns the transaction's instant: the store clock, or the latest
+// transaction time already written if the clock is behind it (set back, or
+// another process's clock runs ahead). Every row the transaction writes is
+// recorded at this instant.
+func (tx *writeTx) now() (int64, error) {
+	if tx.clockKnown {
+		return tx.instant, nil
+	}
+	var stored int64
+	if err := tx.s.wst.txClock.QueryRowContext(tx.ctx).Scan(&stored); err != nil {
+		return 0, mapErr("read the transaction clock", err)
+	}
+	tx.instant = max(sgam.Micros(tx.s.clock.Now()), stored)
+	tx.clockKnown = true
+	if tx.instant > stored {
+		tx.advanceTo = tx.instant
+	}
+	return tx.instant, nil
+}
+
+// observe moves the transaction clock up to t at commit (for imported rows,
+// which bring their own transaction times).
+func (tx *writeTx) observe(t int64) { tx.advanceTo = max(tx.advanceTo, t) }
+
+// nextIDs returns an allocator of at most n fact ids above every id ever
+// used.
+func (tx *writeTx) nextIDs(n int) (func() int64, error) {
+	var last int64
+	if err := tx.s.wst.lastID.QueryRowContext(tx.ctx).Scan(&last); err != nil {
+		return nil, mapErr("allocate fact ids", err)
+	}
+	if last > sgam.MaxFactID-int64(n) {
+		return nil, sgam.Errorf(sgam.Unavailable, "fact_id", "fact ids are exhausted (the largest is %d)", sgam.MaxFactID)
+	}
+	return func() int64 { last++; return last }, nil
+}
+
 // commit commits, and tells the current-read cache which keys changed.
 func (tx *writeTx) commit(keys []sgam.Key) error {
 	var before uint32
 	if tx.s.cache != nil {
 		before = tx.s.cache.committing()
+	}
+	if tx.advanceTo > 0 {
+		if _, err := tx.s.wst.advanceClock.ExecContext(tx.ctx, tx.advanceTo); err != nil {
+			return mapErr("advance the transaction clock", err)
+		}
 	}
 	if _, err := tx.s.w.ExecContext(tx.ctx, "COMMIT"); err != nil {
 		return mapErr("commit", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,34 +12,34 @@ import (
 	"github.com/sgam-dev/sgam/temporal"
 )
 
-// ExportEpisodes implements sgam.Store.
-func (s *Store) ExportEpisodes(ctx context.Context, tenant string, fn func(sgam.Episode) error) error {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+episodeColumns+` FROM episodes
+// Export implements sgam.Store.
+func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error {
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return mapErr("export", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT `+episodeColumns+` FROM episodes
 		WHERE ?1 = '' OR tenant = ?1 ORDER BY tenant, episode_id`, tenant)
 	if err != nil {
 		return mapErr("export episodes", err)
 	}
-	defer rows.Close()
 	for rows.Next() {
 		e, err := scanEpisode(rows)
+		if err == nil {
+			err = episode(e)
+		}
 		if err != nil {
+			rows.Close()
 			return mapErr("export episodes", err)
 		}
-		if err := fn(e); err != nil {
-			return err
-		}
 	}
-	return mapErr("export episodes", rows.Err())
-}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return mapErr("export episodes", err)
+	}
 
-// ExportFacts implements sgam.Store.
-func (s *Store) ExportFacts(ctx context.Context, tenant string, fn func(sgam.StoredFact) error) error {
-	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return mapErr("export facts", err)
-	}
-	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT `+factColumns("?2")+`, f.source,
+	rows, err = tx.QueryContext(ctx, `SELECT `+factColumns("?2")+`, f.source,
 		(SELECT group_concat(e.episode_id || char(30) || e.recorded_at, char(31) ORDER BY e.recorded_at, e.episode_id)
 		   FROM evidence e WHERE e.fact_id = f.fact_id)
 		FROM facts f WHERE ?1 = '' OR tenant = ?1 ORDER BY fact_id`, tenant, temporal.Open)
@@ -52,19 +53,18 @@ func (s *Store) ExportFacts(ctx context.Context, tenant string, fn func(sgam.Sto
 		if err != nil {
 			return mapErr("export facts", err)
 		}
-		sf := sgam.StoredFact{Fact: f, Evidence: []sgam.Evidence{}}
-		if len(f.Sources) > 0 && source.Valid {
-			sf.Source = source.String
-		}
+		sf := sgam.StoredFact{Fact: f, Source: source.String, Evidence: []sgam.Evidence{}}
 		if links.Valid {
 			for _, l := range strings.Split(links.String, "\x1f") {
 				id, at, _ := strings.Cut(l, "\x1e")
-				var us int64
-				fmt.Sscan(at, &us)
+				us, err := strconv.ParseInt(at, 10, 64)
+				if err != nil {
+					return mapErr("export facts", err)
+				}
 				sf.Evidence = append(sf.Evidence, sgam.Evidence{EpisodeID: id, RecordedAt: sgam.FromMicros(us)})
 			}
 		}
-		if err := fn(sf); err != nil {
+		if err := fact(sf); err != nil {
 			return err
 		}
 	}
@@ -92,6 +92,9 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 			return st, sgam.PrefixField(fmt.Sprintf("facts[%d]", i), err)
 		}
 	}
+	if err := sgam.CheckImportBatch(b); err != nil {
+		return st, err
+	}
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return st, err
@@ -117,27 +120,84 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		}
 	}
 
-	var maxID int64
-	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(max(fact_id), 0) FROM facts`).Scan(&maxID); err != nil {
-		return st, mapErr("import facts", err)
-	}
-	touched := map[sgam.Key]bool{}
-	var inserts, links []any
+	// Facts already present (identical) are skipped; the rest must cite
+	// episodes that exist, supersede facts of their own tenant and keep every
+	// invariant of their keys. Checked here, so that bad input is reported
+	// as such, naming the record, rather than as a failed constraint.
+	var fresh []int
 	for i, f := range b.Facts {
-		if f.ID <= maxID {
-			have, err := s.storedFact(ctx, f.ID)
-			switch {
-			case err == sql.ErrNoRows:
-			case err != nil:
-				return st, mapErr("import facts", err)
-			case sgam.StoredFactsEqual(have, f):
-				st.FactsPresent++
-				continue
-			default:
-				return st, sgam.Errorf(sgam.Conflict, fmt.Sprintf("facts[%d]", i), "fact %d already exists with different content", f.ID)
+		have, err := s.storedFact(ctx, f.ID)
+		switch {
+		case err == sql.ErrNoRows:
+			fresh = append(fresh, i)
+		case err != nil:
+			return st, mapErr("import facts", err)
+		case sgam.StoredFactsEqual(have, f):
+			st.FactsPresent++
+		default:
+			return st, sgam.Errorf(sgam.Conflict, fmt.Sprintf("facts[%d]", i), "fact %d already exists with different content", f.ID)
+		}
+	}
+	batchTenant := make(map[int64]string, len(fresh))
+	for _, i := range fresh {
+		batchTenant[b.Facts[i].ID] = b.Facts[i].Tenant
+	}
+	byKey := map[sgam.Key][]int{}
+	var keys []sgam.Key
+	for _, i := range fresh {
+		f := b.Facts[i]
+		field := fmt.Sprintf("facts[%d]", i)
+		if f.Source != "" {
+			if err := s.requireEpisode(ctx, f.Tenant, f.Source, field+".source"); err != nil {
+				return st, err
 			}
 		}
-		touched[f.Key()] = true
+		for j, e := range f.Evidence {
+			if err := s.requireEpisode(ctx, f.Tenant, e.EpisodeID, fmt.Sprintf("%s.evidence[%d].episode_id", field, j)); err != nil {
+				return st, err
+			}
+		}
+		if f.Supersedes != nil {
+			tenant, ok := batchTenant[*f.Supersedes]
+			if !ok {
+				err := s.w.QueryRowContext(ctx, `SELECT tenant FROM facts WHERE fact_id = ?`, *f.Supersedes).Scan(&tenant)
+				if err != nil && err != sql.ErrNoRows {
+					return st, mapErr("import facts", err)
+				}
+			}
+			if tenant != "" && tenant != f.Tenant {
+				return st, sgam.Errorf(sgam.Invalid, field+".supersedes", "fact %d belongs to another tenant", *f.Supersedes)
+			}
+		}
+		if byKey[f.Key()] == nil {
+			keys = append(keys, f.Key())
+		}
+		byKey[f.Key()] = append(byKey[f.Key()], i)
+	}
+	for _, k := range keys {
+		rows, err := s.keyRows(ctx, k)
+		if err != nil {
+			return st, err
+		}
+		batchIndex := map[int64]int{}
+		for _, i := range byKey[k] {
+			rows = append(rows, factRow(b.Facts[i]))
+			batchIndex[b.Facts[i].ID] = i
+		}
+		if ps := temporal.Check(rows); len(ps) > 0 {
+			field := "facts"
+			for _, id := range ps[0].IDs {
+				if i, ok := batchIndex[id]; ok {
+					field = fmt.Sprintf("facts[%d]", i)
+				}
+			}
+			return st, sgam.Errorf(sgam.Conflict, field, "importing would break an invariant of %s: %s", k, ps[0].Message)
+		}
+	}
+
+	var inserts, links []any
+	for _, i := range fresh {
+		f := b.Facts[i]
 		var value any
 		if !f.Tombstone {
 			value = string(f.Value)
@@ -156,25 +216,35 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 	if _, err := s.bulkExec(ctx, bulkEvidence, nil, links); err != nil {
 		return st, mapErr("import evidence", err)
 	}
-	// The unique indexes caught duplicate believed rows; the rest of the
-	// temporal invariants are checked for every key the batch touched.
-	for k := range touched {
-		rows, err := s.keyRows(ctx, k)
-		if err != nil {
-			return st, err
-		}
-		if p := temporal.Check(rows); len(p) > 0 {
-			return st, sgam.Errorf(sgam.Conflict, "facts", "importing would break an invariant of %s: %s", k, p[0].Message)
-		}
-	}
-	keys := make([]sgam.Key, 0, len(touched))
-	for k := range touched {
-		keys = append(keys, k)
-	}
+	tx.observe(sgam.Micros(b.LatestInstant()))
 	if err := tx.commit(keys); err != nil {
 		return st, err
 	}
 	return st, nil
+}
+
+// requireEpisode fails with an Invalid error naming field unless the tenant
+// has the episode.
+func (s *Store) requireEpisode(ctx context.Context, tenant, id, field string) error {
+	var one int
+	err := s.w.QueryRowContext(ctx, `SELECT 1 FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, tenant, id).Scan(&one)
+	if err == sql.ErrNoRows {
+		return sgam.Errorf(sgam.Invalid, field, "tenant %s has no episode %s: export episodes before the facts that cite them", tenant, id)
+	}
+	return mapErr("import facts", err)
+}
+
+// factRow is a fact as the temporal rules see it.
+func factRow(f sgam.StoredFact) temporal.Row {
+	r := temporal.Row{ID: f.ID, ValidFrom: sgam.Micros(f.ValidFrom), ValidTo: temporal.Open,
+		RecordedAt: sgam.Micros(f.RecordedAt), RetractedAt: temporal.Open}
+	if f.ValidTo != nil {
+		r.ValidTo = sgam.Micros(*f.ValidTo)
+	}
+	if f.RetractedAt != nil {
+		r.RetractedAt = sgam.Micros(*f.RetractedAt)
+	}
+	return r
 }
 
 // keyRows returns every row of a key for the invariant check.

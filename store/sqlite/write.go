@@ -14,14 +14,16 @@ import (
 // writeStmts are the write path's single-row statements, prepared on the
 // writer connection.
 type writeStmts struct {
-	lastID   *sql.Stmt
-	factByID *sql.Stmt
+	lastID, txClock, advanceClock *sql.Stmt
+	factByID                      *sql.Stmt
 }
 
 func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
 	p := preparer{ctx: ctx, on: c}
 	prep := p.prep
 	w.lastID = prep(`SELECT max(coalesce((SELECT max(fact_id) FROM facts), 0), (SELECT value FROM meta WHERE key = 'fact_id_floor'))`)
+	w.txClock = prep(`SELECT value FROM meta WHERE key = 'tx_clock'`)
+	w.advanceClock = prep(`UPDATE meta SET value = ?1 WHERE key = 'tx_clock' AND value < ?1`)
 	w.factByID = prep(`SELECT ` + factColumns("?2") + ` FROM facts f WHERE fact_id = ?1`)
 	return mapErr("prepare", p.err)
 }
@@ -80,9 +82,8 @@ func assertionOp(a sgam.Assertion) writeOp {
 }
 
 type keyState struct {
-	ledger      *temporal.KeyLedger
-	tmin, tmax  int64
-	maxRecorded int64 // of the loaded rows
+	ledger     *temporal.KeyLedger
+	tmin, tmax int64
 }
 
 // write applies ops in order in one transaction at one transaction
@@ -107,20 +108,17 @@ func (s *Store) write(ctx context.Context, ops []writeOp, batch string) ([]sgam.
 		ks.tmin = min(ks.tmin, o.op.ValidFrom)
 		ks.tmax = max(ks.tmax, o.op.ValidFrom)
 	}
-	// Transaction time never runs backwards for a key: a row is never
-	// retracted before it was recorded, even if the clock was set back.
-	now := s.now()
+	now, err := tx.now()
+	if err != nil {
+		return nil, err
+	}
 	if err := s.loadWindows(ctx, order, keys); err != nil {
 		return nil, err
 	}
-	for _, k := range order {
-		now = max(now, keys[k].maxRecorded)
+	nextID, err := tx.nextIDs(2 * len(ops)) // an operation inserts at most two rows
+	if err != nil {
+		return nil, err
 	}
-	var lastID int64
-	if err := s.wst.lastID.QueryRowContext(ctx).Scan(&lastID); err != nil {
-		return nil, mapErr("allocate fact ids", err)
-	}
-	nextID := func() int64 { lastID++; return lastID }
 
 	outcomes := make([]temporal.Outcome, len(ops))
 	for i, o := range ops {
@@ -222,11 +220,7 @@ func (s *Store) loadWindows(ctx context.Context, order []sgam.Key, keys map[sgam
 		}
 	}
 	for i, k := range order {
-		ks := keys[k]
-		for _, r := range loaded[i] {
-			ks.maxRecorded = max(ks.maxRecorded, r.RecordedAt)
-		}
-		ks.ledger = temporal.NewKeyLedger(loaded[i])
+		keys[k].ledger = temporal.NewKeyLedger(loaded[i])
 	}
 	return nil
 }

@@ -221,11 +221,21 @@ func runTemporal(t *testing.T, newStore Factory) {
 		t.Parallel()
 		b := setup(t, newStore)
 		k := key(tenantA, "mira", "city")
-		b.tick("2026-05-01T00:00:00Z")
-		b.assert(k, "Oslo", "2026-01-01T00:00:00Z", "e1")
-		b.tick("2026-04-01T00:00:00Z") // set back a month
-		r := b.assert(k, "Bergen", "2026-02-01T00:00:00Z", "e2")
-		require.False(t, r.Fact.RecordedAt.Before(b.at("2026-05-01T00:00:00Z")), "a row is never retracted before it was recorded")
+		other := key(tenantA, "kai", "city")
+		b.tick("2026-06-10T00:00:00Z")
+		b.assert(k, "a", "2026-01-01T00:00:00Z", "e1")
+		b.tick("2026-06-20T00:00:00Z")
+		b.assert(k, "z", "2025-01-01T00:00:00Z", "e2") // delayed: touches no row of k
+		b.assert(other, "x", "2025-01-01T00:00:00Z", "e2")
+		require.Equal(t, "a", b.value(k, "2026-04-01T00:00:00Z", "2026-06-15T00:00:00Z"))
+
+		b.tick("2026-06-01T00:00:00Z") // set back
+		r := b.assert(k, "b", "2026-03-01T00:00:00Z", "e3")
+		require.False(t, r.Fact.RecordedAt.Before(b.at("2026-06-20T00:00:00Z")), "transaction time never runs backwards, store-wide")
+		require.Equal(t, "a", b.value(k, "2026-04-01T00:00:00Z", "2026-06-15T00:00:00Z"), "what was believed on June 15 does not change")
+		e, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "late", Kind: "message"})
+		require.NoError(t, err)
+		require.False(t, e.RecordedAt.Before(b.at("2026-06-20T00:00:00Z")))
 		b.requireClean()
 	})
 }

@@ -21,11 +21,10 @@ type Dump struct {
 func Export(t testing.TB, store sgam.Store, tenant string) Dump {
 	t.Helper()
 	var d Dump
-	require.NoError(t, store.ExportEpisodes(t.Context(), tenant, func(e sgam.Episode) error {
+	require.NoError(t, store.Export(t.Context(), tenant, func(e sgam.Episode) error {
 		d.Episodes = append(d.Episodes, e)
 		return nil
-	}))
-	require.NoError(t, store.ExportFacts(t.Context(), tenant, func(f sgam.StoredFact) error {
+	}, func(f sgam.StoredFact) error {
 		d.Facts = append(d.Facts, f)
 		return nil
 	}))

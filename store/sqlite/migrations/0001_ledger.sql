@@ -17,15 +17,19 @@ CREATE UNIQUE INDEX episodes_idempotency ON episodes (tenant, idempotency_key) W
 CREATE INDEX episodes_session ON episodes (tenant, session, occurred_at);
 CREATE INDEX episodes_occurred ON episodes (tenant, occurred_at);
 
--- Store-wide settings. fact_id_floor: fact ids are allocated above both
--- max(fact_id) and this floor; whatever deletes facts raises the floor, so an
--- id is never reused and an audit record naming an id always means one row.
--- (AUTOINCREMENT would do the same but writes a page on every insert.)
+-- Store-wide counters.
+--   fact_id_floor: fact ids are allocated above both max(fact_id) and this
+--     floor; whatever deletes facts raises the floor, so an id is never reused
+--     and an audit record naming an id always means one row. (AUTOINCREMENT
+--     would do the same but writes a page on every insert.)
+--   tx_clock: the latest transaction time written. Every write happens at
+--     max(clock, tx_clock), so transaction time never runs backwards across
+--     the store, whatever the clocks of the processes writing to it.
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('fact_id_floor', 0);
+INSERT INTO meta (key, value) VALUES ('fact_id_floor', 0), ('tx_clock', 0);
 
 CREATE TABLE facts (
     fact_id        INTEGER PRIMARY KEY,
