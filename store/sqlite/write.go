@@ -22,7 +22,11 @@ func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
 	p := preparer{ctx: ctx, on: c}
 	prep := p.prep
 	w.lastID = prep(`SELECT max(coalesce((SELECT max(fact_id) FROM facts), 0), (SELECT value FROM meta WHERE key = 'fact_id_floor'))`)
-	w.txClock = prep(`SELECT value FROM meta WHERE key = 'tx_clock'`)
+	// The latest transaction time: meta's tx_clock, or the recorded_at of
+	// the newest fact row, which writes that insert facts leave as their mark.
+	// (Whatever deletes the newest fact must move tx_clock up first.)
+	w.txClock = prep(`SELECT max(value, coalesce((SELECT recorded_at FROM facts ORDER BY fact_id DESC LIMIT 1), 0))
+		FROM meta WHERE key = 'tx_clock'`)
 	w.advanceClock = prep(`UPDATE meta SET value = ?1 WHERE key = 'tx_clock' AND value < ?1`)
 	w.factByID = prep(`SELECT ` + factColumns("?2") + ` FROM facts f WHERE fact_id = ?1`)
 	return mapErr("prepare", p.err)
@@ -134,6 +138,12 @@ func (s *Store) write(ctx context.Context, ops []writeOp, batch string) ([]sgam.
 	}
 	if err := s.flush(ctx, ops, order, keys, now); err != nil {
 		return nil, err
+	}
+	for _, k := range order {
+		if len(keys[k].ledger.Inserted) > 0 {
+			tx.carriedByFacts()
+			break
+		}
 	}
 	results := make([]sgam.WriteResult, len(ops))
 	for i, o := range ops {

@@ -236,6 +236,14 @@ func runTemporal(t *testing.T, newStore Factory) {
 		e, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "late", Kind: "message"})
 		require.NoError(t, err)
 		require.False(t, e.RecordedAt.Before(b.at("2026-06-20T00:00:00Z")))
+
+		// A write that inserts no row (a repeat) moves the clock too.
+		b.tick("2026-07-01T00:00:00Z")
+		rep := b.assert(k, "b", "2026-03-01T00:00:00Z", "e4")
+		require.True(t, rep.NoChange)
+		b.tick("2026-06-25T00:00:00Z")
+		r = b.assert(other, "y", "2026-02-01T00:00:00Z", "e5")
+		require.False(t, r.Fact.RecordedAt.Before(b.at("2026-07-01T00:00:00Z")), "after a repeat-only write")
 		b.requireClean()
 	})
 }
