@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
@@ -181,7 +182,7 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		}
 		batchIndex := map[int64]int{}
 		for _, i := range byKey[k] {
-			rows = append(rows, factRow(b.Facts[i]))
+			rows = append(rows, ledger.Row(b.Facts[i]))
 			batchIndex[b.Facts[i].ID] = i
 		}
 		if ps := temporal.Check(rows); len(ps) > 0 {
@@ -232,19 +233,6 @@ func (s *Store) requireEpisode(ctx context.Context, tenant, id, field string) er
 		return sgam.Errorf(sgam.Invalid, field, "tenant %s has no episode %s: export episodes before the facts that cite them", tenant, id)
 	}
 	return mapErr("import facts", err)
-}
-
-// factRow is a fact as the temporal rules see it.
-func factRow(f sgam.StoredFact) temporal.Row {
-	r := temporal.Row{ID: f.ID, ValidFrom: sgam.Micros(f.ValidFrom), ValidTo: temporal.Open,
-		RecordedAt: sgam.Micros(f.RecordedAt), RetractedAt: temporal.Open}
-	if f.ValidTo != nil {
-		r.ValidTo = sgam.Micros(*f.ValidTo)
-	}
-	if f.RetractedAt != nil {
-		r.RetractedAt = sgam.Micros(*f.RetractedAt)
-	}
-	return r
 }
 
 // keyRows returns every row of a key for the invariant check.

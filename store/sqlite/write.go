@@ -3,11 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
@@ -32,20 +31,13 @@ func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
 	return mapErr("prepare", p.err)
 }
 
-// writeOp is one assertion or retraction, validated.
-type writeOp struct {
-	key    sgam.Key
-	op     temporal.Op
-	source string
-}
-
 // Assert implements sgam.Store.
 func (s *Store) Assert(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
 	a, err := s.limits.CheckAssertion(a)
 	if err != nil {
 		return sgam.WriteResult{}, err
 	}
-	res, err := s.write(ctx, []writeOp{assertionOp(a)}, "")
+	res, err := s.write(ctx, []ledger.Op{ledger.AssertionOp(a)}, "")
 	if err != nil {
 		return sgam.WriteResult{}, err
 	}
@@ -58,7 +50,7 @@ func (s *Store) Retract(ctx context.Context, r sgam.Retraction) (sgam.WriteResul
 	if err != nil {
 		return sgam.WriteResult{}, err
 	}
-	res, err := s.write(ctx, []writeOp{{key: r.Key, op: temporal.Op{ValidFrom: sgam.Micros(r.At)}, source: r.Source}}, "")
+	res, err := s.write(ctx, []ledger.Op{ledger.RetractionOp(r)}, "")
 	if err != nil {
 		return sgam.WriteResult{}, err
 	}
@@ -70,136 +62,70 @@ func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.Wri
 	if len(as) == 0 {
 		return nil, nil
 	}
-	ops := make([]writeOp, len(as))
+	ops := make([]ledger.Op, len(as))
 	for i, a := range as {
 		a, err := s.limits.CheckAssertion(a)
 		if err != nil {
 			return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
 		}
-		ops[i] = assertionOp(a)
+		ops[i] = ledger.AssertionOp(a)
 	}
 	return s.write(ctx, ops, "assertions")
-}
-
-func assertionOp(a sgam.Assertion) writeOp {
-	return writeOp{key: a.Key, op: temporal.Op{ValidFrom: sgam.Micros(a.ValidFrom), Value: a.Value}, source: a.Source}
-}
-
-type keyState struct {
-	ledger     *temporal.KeyLedger
-	tmin, tmax int64
 }
 
 // write applies ops in order in one transaction at one transaction
 // instant. batch names the operations in errors ("assertions[i]"); empty
 // for a single write.
-func (s *Store) write(ctx context.Context, ops []writeOp, batch string) ([]sgam.WriteResult, error) {
+func (s *Store) write(ctx context.Context, ops []ledger.Op, batch string) ([]sgam.WriteResult, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.rollback()
 
-	keys := make(map[sgam.Key]*keyState)
-	var order []sgam.Key
-	for _, o := range ops {
-		ks := keys[o.key]
-		if ks == nil {
-			keys[o.key] = &keyState{tmin: o.op.ValidFrom, tmax: o.op.ValidFrom}
-			order = append(order, o.key)
-			continue
-		}
-		ks.tmin = min(ks.tmin, o.op.ValidFrom)
-		ks.tmax = max(ks.tmax, o.op.ValidFrom)
-	}
+	b := ledger.New(ops)
 	now, err := tx.now()
 	if err != nil {
 		return nil, err
 	}
-	if err := s.loadWindows(ctx, order, keys); err != nil {
+	if err := s.loadWindows(ctx, b); err != nil {
 		return nil, err
 	}
 	nextID, err := tx.nextIDs(2 * len(ops)) // an operation inserts at most two rows
 	if err != nil {
 		return nil, err
 	}
-
-	outcomes := make([]temporal.Outcome, len(ops))
-	for i, o := range ops {
-		out, err := keys[o.key].ledger.Apply(o.op, o.source, now, nextID)
-		if err != nil {
-			err = conflict(o, err)
-			if batch != "" {
-				err = sgam.PrefixField(fmt.Sprintf("%s[%d]", batch, i), err)
-			}
-			return nil, err
-		}
-		outcomes[i] = out
-	}
-	if err := s.flush(ctx, ops, order, keys, now); err != nil {
+	if err := b.Apply(now, nextID, batch); err != nil {
 		return nil, err
 	}
-	for _, k := range order {
-		if len(keys[k].ledger.Inserted) > 0 {
-			tx.carriedByFacts()
-			break
-		}
+	if err := s.flush(ctx, b, now); err != nil {
+		return nil, err
 	}
-	results := make([]sgam.WriteResult, len(ops))
-	for i, o := range ops {
-		out := outcomes[i]
-		ledger := keys[o.key].ledger
-		var f sgam.Fact
-		if ins := ledger.Row(out.RowID); ins != nil && ins.EvidenceOf == 0 {
-			f = insertedFact(o.key, ins)
-		} else if f, err = s.writerFact(ctx, out.RowID); err != nil {
-			return nil, err
-		}
-		results[i] = sgam.WriteResult{Fact: f, NoChange: out.Repeat}
+	if b.Inserted() {
+		tx.carriedByFacts()
 	}
-	if err := tx.commit(order); err != nil {
+	results, err := b.Results(func(_ sgam.Key, id int64) (sgam.Fact, error) { return s.writerFact(ctx, id) })
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.commit(b.Keys); err != nil {
 		return nil, err
 	}
 	return results, nil
 }
 
-// conflict turns a temporal conflict into the error callers see.
-func conflict(o writeOp, err error) error {
-	var ce *temporal.ConflictError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	field := "valid_from"
-	if o.op.Value == nil {
-		field = "at"
-	}
-	existing := "a retraction"
-	if ce.Existing.Value != nil {
-		existing = string(ce.Existing.Value)
-	}
-	return &sgam.Error{Code: sgam.Conflict, Field: field, Err: err, Message: fmt.Sprintf(
-		"%s already has %s from %s (fact %d); a different value at the same instant is rejected: assert it at another instant, or correct it from a later one",
-		o.key.Subject+"."+o.key.Attribute, truncate(existing, 200), sgam.FormatTime(sgam.FromMicros(ce.Existing.ValidFrom)), ce.Existing.ID)}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // loadWindows loads, for every key, its believed rows from the one at or
 // before tmin to the one after tmax: the neighbours of every operation in
 // [tmin, tmax]. Keys are looked up many to a statement.
-func (s *Store) loadWindows(ctx context.Context, order []sgam.Key, keys map[sgam.Key]*keyState) error {
+func (s *Store) loadWindows(ctx context.Context, b *ledger.Batch) error {
+	order := b.Keys
 	loaded := make([][]temporal.Row, len(order))
 	for from := 0; from < len(order); from += maxBulkRows {
 		chunk := order[from:min(from+maxBulkRows, len(order))]
 		args := make([]any, 0, len(chunk)*6)
 		for i, k := range chunk {
-			ks := keys[k]
-			args = append(args, from+i, k.Tenant, k.Subject, k.Attribute, ks.tmin, ks.tmax)
+			tmin, tmax := b.Window(k)
+			args = append(args, from+i, k.Tenant, k.Subject, k.Attribute, tmin, tmax)
 		}
 		st, err := s.bulkStmt(ctx, bulkWindow, len(chunk))
 		if err != nil {
@@ -230,7 +156,7 @@ func (s *Store) loadWindows(ctx context.Context, order []sgam.Key, keys map[sgam
 		}
 	}
 	for i, k := range order {
-		keys[k].ledger = temporal.NewKeyLedger(loaded[i])
+		b.SetBelieved(k, loaded[i])
 	}
 	return nil
 }
@@ -238,12 +164,12 @@ func (s *Store) loadWindows(ctx context.Context, order []sgam.Key, keys map[sgam
 // flush writes the ledgers' outcome. Order matters: links to stored rows
 // before they are copied; retractions before inserts, so the partial unique
 // indexes never see the old and the new believed row at once.
-func (s *Store) flush(ctx context.Context, ops []writeOp, order []sgam.Key, keys map[sgam.Key]*keyState, tx int64) error {
+func (s *Store) flush(ctx context.Context, b *ledger.Batch, tx int64) error {
 	type episodeRef struct{ tenant, id string }
 	seen := map[episodeRef]bool{}
 	var placeholders []any
-	for _, o := range ops {
-		ref := episodeRef{o.key.Tenant, o.source}
+	for _, o := range b.Ops {
+		ref := episodeRef{o.Key.Tenant, o.Source}
 		if !seen[ref] {
 			seen[ref] = true
 			placeholders = append(placeholders, ref.tenant, ref.id, tx, tx)
@@ -254,8 +180,8 @@ func (s *Store) flush(ctx context.Context, ops []writeOp, order []sgam.Key, keys
 	}
 
 	var storedLinks, retract, inserts, copies, links []any
-	for _, k := range order {
-		l := keys[k].ledger
+	for _, k := range b.Keys {
+		l := b.Ledger(k)
 		for _, e := range l.EvidenceStored {
 			storedLinks = append(storedLinks, e.RowID, k.Tenant, e.Source, tx)
 		}
@@ -300,23 +226,6 @@ func (s *Store) flush(ctx context.Context, ops []writeOp, order []sgam.Key, keys
 	return nil
 }
 
-// insertedFact builds the result fact of a row this transaction inserted
-// with its own sources.
-func insertedFact(k sgam.Key, ins *temporal.Inserted) sgam.Fact {
-	f := sgam.Fact{
-		ID: ins.ID, Tenant: k.Tenant, Subject: k.Subject, Attribute: k.Attribute,
-		Value: ins.Value, Tombstone: ins.Value == nil,
-		ValidFrom: sgam.FromMicros(ins.ValidFrom), ValidTo: timeIfNotOpen(ins.ValidTo),
-		RecordedAt: sgam.FromMicros(ins.RecordedAt), RetractedAt: timeIfNotOpen(ins.RetractedAt),
-		Sources: ins.Sources(),
-	}
-	if ins.Supersedes != 0 {
-		id := ins.Supersedes
-		f.Supersedes = &id
-	}
-	return f
-}
-
 // writerFact reads one fact inside the write transaction.
 func (s *Store) writerFact(ctx context.Context, id int64) (sgam.Fact, error) {
 	f, err := scanFact(s.wst.factByID.QueryRowContext(ctx, id, temporal.Open))
@@ -342,12 +251,4 @@ func nullIfZero(v int64) any {
 		return nil
 	}
 	return v
-}
-
-func timeIfNotOpen(v int64) *time.Time {
-	if v == temporal.Open {
-		return nil
-	}
-	t := sgam.FromMicros(v)
-	return &t
 }

@@ -1,0 +1,196 @@
+// Package ledger is the part of a write transaction that every store does
+// the same way: it groups a batch of assertions and retractions by key,
+// says which believed rows each key needs loaded, applies the temporal
+// rules through temporal.KeyLedger, and builds the results and errors
+// callers see. A driver supplies the rows, ids and transaction instant,
+// and writes the outcome with its own SQL.
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/temporal"
+)
+
+// Op is one validated assertion (Op.Value set) or retraction.
+type Op struct {
+	Key    sgam.Key
+	Op     temporal.Op
+	Source string
+}
+
+// AssertionOp turns a validated assertion into an Op.
+func AssertionOp(a sgam.Assertion) Op {
+	return Op{Key: a.Key, Op: temporal.Op{ValidFrom: sgam.Micros(a.ValidFrom), Value: a.Value}, Source: a.Source}
+}
+
+// RetractionOp turns a validated retraction into an Op.
+func RetractionOp(r sgam.Retraction) Op {
+	return Op{Key: r.Key, Op: temporal.Op{ValidFrom: sgam.Micros(r.At)}, Source: r.Source}
+}
+
+// Batch is the work of one write transaction.
+type Batch struct {
+	Ops []Op
+	// Keys are the distinct keys of Ops, in the order first seen.
+	Keys     []sgam.Key
+	keys     map[sgam.Key]*keyState
+	outcomes []temporal.Outcome
+}
+
+type keyState struct {
+	tmin, tmax int64
+	ledger     *temporal.KeyLedger
+}
+
+// New groups ops by key.
+func New(ops []Op) *Batch {
+	b := &Batch{Ops: ops, keys: make(map[sgam.Key]*keyState)}
+	for _, o := range ops {
+		ks := b.keys[o.Key]
+		if ks == nil {
+			b.keys[o.Key] = &keyState{tmin: o.Op.ValidFrom, tmax: o.Op.ValidFrom}
+			b.Keys = append(b.Keys, o.Key)
+			continue
+		}
+		ks.tmin = min(ks.tmin, o.Op.ValidFrom)
+		ks.tmax = max(ks.tmax, o.Op.ValidFrom)
+	}
+	return b
+}
+
+// Window returns the valid instants of k's operations, earliest and latest.
+// The driver loads k's believed rows from the one at or before tmin to the
+// one after tmax: the neighbours of every operation.
+func (b *Batch) Window(k sgam.Key) (tmin, tmax int64) {
+	ks := b.keys[k]
+	return ks.tmin, ks.tmax
+}
+
+// SetBelieved gives the loaded believed rows of k. Every key needs it
+// before Apply.
+func (b *Batch) SetBelieved(k sgam.Key, rows []temporal.Row) {
+	b.keys[k].ledger = temporal.NewKeyLedger(rows)
+}
+
+// Apply applies the operations in order at transaction instant now.
+// nextID allocates fact ids (at most two per operation). A conflict is
+// returned as the *sgam.Error callers see, its field prefixed with
+// "field[i]" when field is not empty (for batches).
+func (b *Batch) Apply(now int64, nextID func() int64, field string) error {
+	b.outcomes = make([]temporal.Outcome, len(b.Ops))
+	for i, o := range b.Ops {
+		ks := b.keys[o.Key]
+		if ks.ledger == nil {
+			ks.ledger = temporal.NewKeyLedger(nil)
+		}
+		out, err := ks.ledger.Apply(o.Op, o.Source, now, nextID)
+		if err != nil {
+			err = Conflict(o, err)
+			if field != "" {
+				err = sgam.PrefixField(fmt.Sprintf("%s[%d]", field, i), err)
+			}
+			return err
+		}
+		b.outcomes[i] = out
+	}
+	return nil
+}
+
+// Ledger returns k's ledger after Apply: what to retract, insert and link.
+func (b *Batch) Ledger(k sgam.Key) *temporal.KeyLedger { return b.keys[k].ledger }
+
+// Inserted reports whether Apply inserted any row.
+func (b *Batch) Inserted() bool {
+	for _, ks := range b.keys {
+		if ks.ledger != nil && len(ks.ledger.Inserted) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Results returns the result of every operation after the outcome was
+// written. Rows whose sources are all known in memory are built directly;
+// read fetches the others (repeats of stored rows, copies that carry
+// stored evidence) inside the transaction.
+func (b *Batch) Results(read func(k sgam.Key, id int64) (sgam.Fact, error)) ([]sgam.WriteResult, error) {
+	out := make([]sgam.WriteResult, len(b.Ops))
+	for i, o := range b.Ops {
+		oc := b.outcomes[i]
+		var f sgam.Fact
+		if ins := b.keys[o.Key].ledger.Row(oc.RowID); ins != nil && ins.EvidenceOf == 0 {
+			f = InsertedFact(o.Key, ins)
+		} else {
+			var err error
+			if f, err = read(o.Key, oc.RowID); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = sgam.WriteResult{Fact: f, NoChange: oc.Repeat}
+	}
+	return out, nil
+}
+
+// InsertedFact builds the fact of a row a ledger inserted.
+func InsertedFact(k sgam.Key, ins *temporal.Inserted) sgam.Fact {
+	f := sgam.Fact{
+		ID: ins.ID, Tenant: k.Tenant, Subject: k.Subject, Attribute: k.Attribute,
+		Value: ins.Value, Tombstone: ins.Value == nil,
+		ValidFrom: sgam.FromMicros(ins.ValidFrom), ValidTo: TimeOrNil(ins.ValidTo),
+		RecordedAt: sgam.FromMicros(ins.RecordedAt), RetractedAt: TimeOrNil(ins.RetractedAt),
+		Sources: ins.Sources(),
+	}
+	if ins.Supersedes != 0 {
+		id := ins.Supersedes
+		f.Supersedes = &id
+	}
+	return f
+}
+
+// TimeOrNil converts a stored instant to a time, nil for temporal.Open.
+func TimeOrNil(us int64) *time.Time {
+	if us == temporal.Open {
+		return nil
+	}
+	t := sgam.FromMicros(us)
+	return &t
+}
+
+// Conflict turns a temporal conflict into the error callers see.
+func Conflict(o Op, err error) error {
+	var ce *temporal.ConflictError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	field := "valid_from"
+	if o.Op.Value == nil {
+		field = "at"
+	}
+	existing := "a retraction"
+	if ce.Existing.Value != nil {
+		existing = string(ce.Existing.Value)
+		if len(existing) > 200 {
+			existing = existing[:200] + "…"
+		}
+	}
+	return &sgam.Error{Code: sgam.Conflict, Field: field, Err: err, Message: fmt.Sprintf(
+		"%s already has %s from %s (fact %d); a different value at the same instant is rejected: assert it at another instant, or correct it from a later one",
+		o.Key.Subject+"."+o.Key.Attribute, existing, sgam.FormatTime(sgam.FromMicros(ce.Existing.ValidFrom)), ce.Existing.ID)}
+}
+
+// Row is a stored fact as the temporal rules see it (for import checks).
+func Row(f sgam.StoredFact) temporal.Row {
+	r := temporal.Row{ID: f.ID, ValidFrom: sgam.Micros(f.ValidFrom), ValidTo: temporal.Open,
+		RecordedAt: sgam.Micros(f.RecordedAt), RetractedAt: temporal.Open}
+	if f.ValidTo != nil {
+		r.ValidTo = sgam.Micros(*f.ValidTo)
+	}
+	if f.RetractedAt != nil {
+		r.RetractedAt = sgam.Micros(*f.RetractedAt)
+	}
+	return r
+}
