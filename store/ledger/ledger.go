@@ -194,3 +194,164 @@ func Row(f sgam.StoredFact) temporal.Row {
 	}
 	return r
 }
+
+// Renumber gives the rows Apply inserted their final ids, for a store that
+// planned with provisional ones: alloc returns n ids, increasing, and the
+// rows take them in the order they were inserted, key by key.
+func (b *Batch) Renumber(alloc func(n int) ([]int64, error)) error {
+	n := 0
+	for _, k := range b.Keys {
+		n += len(b.keys[k].ledger.Inserted)
+	}
+	if n == 0 {
+		return nil
+	}
+	ids, err := alloc(n)
+	if err != nil {
+		return err
+	}
+	if len(ids) != n {
+		return fmt.Errorf("allocated %d fact ids, want %d", len(ids), n)
+	}
+	mapping := make(map[int64]int64, n)
+	for _, k := range b.Keys {
+		for _, ins := range b.keys[k].ledger.Inserted {
+			mapping[ins.ID] = ids[len(mapping)]
+		}
+	}
+	for _, k := range b.Keys {
+		b.keys[k].ledger.Renumber(mapping)
+	}
+	for i := range b.outcomes {
+		if id, ok := mapping[b.outcomes[i].RowID]; ok {
+			b.outcomes[i].RowID = id
+		}
+	}
+	return nil
+}
+
+// EpisodeRef names an episode.
+type EpisodeRef struct{ Tenant, ID string }
+
+// ImportStore is what PlanImport asks of a store, inside the import's
+// transaction, each question for a whole batch at once.
+type ImportStore interface {
+	// StoredFacts returns the stored rows with the ids (within the same
+	// tenant) of the given facts.
+	StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.StoredFact, error)
+	// HasEpisodes reports which episodes exist.
+	HasEpisodes(refs []EpisodeRef) (map[EpisodeRef]bool, error)
+	// KeyRows returns every row of each key.
+	KeyRows(keys []sgam.Key) (map[sgam.Key][]temporal.Row, error)
+	// FactTenant returns the tenant of a stored fact id, when the store can
+	// tell (ids are store-wide); "" when there is no such fact or it cannot.
+	FactTenant(id int64) (string, error)
+}
+
+// ImportPlan is what of a batch's facts to insert.
+type ImportPlan struct {
+	Fresh        []int      // indexes into the batch's facts to insert
+	Keys         []sgam.Key // the keys they touch
+	FactsPresent int        // facts already stored, identical
+}
+
+// PlanImport decides which of a batch's facts to insert, after its episodes
+// were written: rows already present and identical are skipped; a different
+// row under a present id is a Conflict; the rest must cite episodes that
+// exist, supersede facts of their own tenant and keep every invariant of
+// their keys, or the import is refused with an error naming the record.
+func PlanImport(st ImportStore, b sgam.ImportBatch) (ImportPlan, error) {
+	var p ImportPlan
+	stored, err := st.StoredFacts(b.Facts)
+	if err != nil {
+		return p, err
+	}
+	for i, f := range b.Facts {
+		have, ok := stored[f.ID]
+		switch {
+		case !ok:
+			p.Fresh = append(p.Fresh, i)
+		case sgam.StoredFactsEqual(have, f):
+			p.FactsPresent++
+		default:
+			return p, sgam.Errorf(sgam.Conflict, fmt.Sprintf("facts[%d]", i), "fact %d already exists with different content", f.ID)
+		}
+	}
+	var refs []EpisodeRef
+	seen := map[EpisodeRef]bool{}
+	ref := func(tenant, id string) {
+		r := EpisodeRef{tenant, id}
+		if !seen[r] {
+			seen[r] = true
+			refs = append(refs, r)
+		}
+	}
+	batchTenant := map[int64]string{}
+	byKey := map[sgam.Key][]int{}
+	for _, i := range p.Fresh {
+		f := b.Facts[i]
+		batchTenant[f.ID] = f.Tenant
+		if f.Source != "" {
+			ref(f.Tenant, f.Source)
+		}
+		for _, e := range f.Evidence {
+			ref(f.Tenant, e.EpisodeID)
+		}
+		if byKey[f.Key()] == nil {
+			p.Keys = append(p.Keys, f.Key())
+		}
+		byKey[f.Key()] = append(byKey[f.Key()], i)
+	}
+	exists, err := st.HasEpisodes(refs)
+	if err != nil {
+		return p, err
+	}
+	for _, i := range p.Fresh {
+		f := b.Facts[i]
+		field := fmt.Sprintf("facts[%d]", i)
+		missing := func(id, at string) error {
+			return sgam.Errorf(sgam.Invalid, field+at, "tenant %s has no episode %s: an export lists episodes before the facts that cite them", f.Tenant, id)
+		}
+		if f.Source != "" && !exists[EpisodeRef{f.Tenant, f.Source}] {
+			return p, missing(f.Source, ".source")
+		}
+		for j, e := range f.Evidence {
+			if !exists[EpisodeRef{f.Tenant, e.EpisodeID}] {
+				return p, missing(e.EpisodeID, fmt.Sprintf(".evidence[%d].episode_id", j))
+			}
+		}
+		if f.Supersedes != nil {
+			tenant, ok := batchTenant[*f.Supersedes]
+			if !ok {
+				if tenant, err = st.FactTenant(*f.Supersedes); err != nil {
+					return p, err
+				}
+			}
+			if tenant != "" && tenant != f.Tenant {
+				return p, sgam.Errorf(sgam.Invalid, field+".supersedes", "fact %d belongs to another tenant", *f.Supersedes)
+			}
+		}
+	}
+	rows, err := st.KeyRows(p.Keys)
+	if err != nil {
+		return p, err
+	}
+	for _, k := range p.Keys {
+		all := rows[k]
+		batchIndex := map[int64]int{}
+		for _, i := range byKey[k] {
+			all = append(all, Row(b.Facts[i]))
+			batchIndex[b.Facts[i].ID] = i
+		}
+		if ps := temporal.Check(all); len(ps) > 0 {
+			field := "facts"
+			for _, id := range ps[0].IDs {
+				if i, ok := batchIndex[id]; ok {
+					field = fmt.Sprintf("facts[%d]", i)
+				}
+			}
+			return p, sgam.Errorf(sgam.Conflict, field, "importing would break an invariant of %s: %s", k, ps[0].Message)
+		}
+	}
+	return p, nil
+}

@@ -121,83 +121,13 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		}
 	}
 
-	// Facts already present (identical) are skipped; the rest must cite
-	// episodes that exist, supersede facts of their own tenant and keep every
-	// invariant of their keys. Checked here, so that bad input is reported
-	// as such, naming the record, rather than as a failed constraint.
-	var fresh []int
-	for i, f := range b.Facts {
-		have, err := s.storedFact(ctx, f.ID)
-		switch {
-		case err == sql.ErrNoRows:
-			fresh = append(fresh, i)
-		case err != nil:
-			return st, mapErr("import facts", err)
-		case sgam.StoredFactsEqual(have, f):
-			st.FactsPresent++
-		default:
-			return st, sgam.Errorf(sgam.Conflict, fmt.Sprintf("facts[%d]", i), "fact %d already exists with different content", f.ID)
-		}
+	plan, err := ledger.PlanImport(importStore{s, ctx}, b)
+	if err != nil {
+		return st, err
 	}
-	batchTenant := make(map[int64]string, len(fresh))
-	for _, i := range fresh {
-		batchTenant[b.Facts[i].ID] = b.Facts[i].Tenant
-	}
-	byKey := map[sgam.Key][]int{}
-	var keys []sgam.Key
-	for _, i := range fresh {
-		f := b.Facts[i]
-		field := fmt.Sprintf("facts[%d]", i)
-		if f.Source != "" {
-			if err := s.requireEpisode(ctx, f.Tenant, f.Source, field+".source"); err != nil {
-				return st, err
-			}
-		}
-		for j, e := range f.Evidence {
-			if err := s.requireEpisode(ctx, f.Tenant, e.EpisodeID, fmt.Sprintf("%s.evidence[%d].episode_id", field, j)); err != nil {
-				return st, err
-			}
-		}
-		if f.Supersedes != nil {
-			tenant, ok := batchTenant[*f.Supersedes]
-			if !ok {
-				err := s.w.QueryRowContext(ctx, `SELECT tenant FROM facts WHERE fact_id = ?`, *f.Supersedes).Scan(&tenant)
-				if err != nil && err != sql.ErrNoRows {
-					return st, mapErr("import facts", err)
-				}
-			}
-			if tenant != "" && tenant != f.Tenant {
-				return st, sgam.Errorf(sgam.Invalid, field+".supersedes", "fact %d belongs to another tenant", *f.Supersedes)
-			}
-		}
-		if byKey[f.Key()] == nil {
-			keys = append(keys, f.Key())
-		}
-		byKey[f.Key()] = append(byKey[f.Key()], i)
-	}
-	for _, k := range keys {
-		rows, err := s.keyRows(ctx, k)
-		if err != nil {
-			return st, err
-		}
-		batchIndex := map[int64]int{}
-		for _, i := range byKey[k] {
-			rows = append(rows, ledger.Row(b.Facts[i]))
-			batchIndex[b.Facts[i].ID] = i
-		}
-		if ps := temporal.Check(rows); len(ps) > 0 {
-			field := "facts"
-			for _, id := range ps[0].IDs {
-				if i, ok := batchIndex[id]; ok {
-					field = fmt.Sprintf("facts[%d]", i)
-				}
-			}
-			return st, sgam.Errorf(sgam.Conflict, field, "importing would break an invariant of %s: %s", k, ps[0].Message)
-		}
-	}
-
+	st.FactsPresent = plan.FactsPresent
 	var inserts, links []any
-	for _, i := range fresh {
+	for _, i := range plan.Fresh {
 		f := b.Facts[i]
 		var value any
 		if !f.Tombstone {
@@ -218,22 +148,67 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		return st, mapErr("import evidence", err)
 	}
 	tx.observe(sgam.Micros(b.LatestInstant()))
-	if err := tx.commit(keys); err != nil {
+	if err := tx.commit(plan.Keys); err != nil {
 		return st, err
 	}
 	return st, nil
 }
 
-// requireEpisode fails with an Invalid error naming field unless the tenant
-// has the episode.
-func (s *Store) requireEpisode(ctx context.Context, tenant, id, field string) error {
-	var one int
-	err := s.w.QueryRowContext(ctx, `SELECT 1 FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, tenant, id).Scan(&one)
-	if err == sql.ErrNoRows {
-		return sgam.Errorf(sgam.Invalid, field, "tenant %s has no episode %s: export episodes before the facts that cite them", tenant, id)
-	}
-	return mapErr("import facts", err)
+// importStore answers PlanImport inside the writer's transaction.
+type importStore struct {
+	s   *Store
+	ctx context.Context
 }
+
+func (is importStore) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.StoredFact, error) {
+	out := map[int64]sgam.StoredFact{}
+	for _, f := range facts {
+		have, err := is.s.storedFact(is.ctx, f.ID)
+		switch {
+		case err == sql.ErrNoRows:
+		case err != nil:
+			return nil, mapErr("import facts", err)
+		default:
+			out[f.ID] = have
+		}
+	}
+	return out, nil
+}
+
+func (is importStore) HasEpisodes(refs []ledger.EpisodeRef) (map[ledger.EpisodeRef]bool, error) {
+	out := map[ledger.EpisodeRef]bool{}
+	for _, r := range refs {
+		var one int
+		err := is.s.w.QueryRowContext(is.ctx, `SELECT 1 FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, r.Tenant, r.ID).Scan(&one)
+		if err != nil && err != sql.ErrNoRows {
+			return nil, mapErr("import facts", err)
+		}
+		out[r] = err == nil
+	}
+	return out, nil
+}
+
+func (is importStore) KeyRows(keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
+	out := map[sgam.Key][]temporal.Row{}
+	for _, k := range keys {
+		rows, err := is.s.keyRows(is.ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = rows
+	}
+	return out, nil
+}
+
+func (is importStore) FactTenant(id int64) (string, error) {
+	var tenant string
+	err := is.s.w.QueryRowContext(is.ctx, `SELECT tenant FROM facts WHERE fact_id = ?`, id).Scan(&tenant)
+	if err == sql.ErrNoRows {
+		return "", nil
+	}
+	return tenant, mapErr("import facts", err)
+}
+
 
 // keyRows returns every row of a key for the invariant check.
 func (s *Store) keyRows(ctx context.Context, k sgam.Key) ([]temporal.Row, error) {

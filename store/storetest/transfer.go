@@ -151,8 +151,7 @@ func runTransfer(t *testing.T, newStore Factory) {
 		overlap.ID = 1000
 		overlap.ValidFrom = overlap.ValidFrom.Add(time.Hour)
 		fresh := sgam.StoredFact{Fact: sgam.Fact{ID: 1001, Tenant: tenantA, Subject: "kai", Attribute: "city", Value: jsonString("Rome"),
-			ValidFrom: b.at("2026-01-01T00:00:00Z"), RecordedAt: b.at("2026-01-01T00:00:00Z")},
-			Evidence: []sgam.Evidence{{EpisodeID: "e1", RecordedAt: b.at("2026-01-01T00:00:00Z")}}}
+			ValidFrom: b.at("2026-01-01T00:00:00Z"), RecordedAt: b.at("2026-01-01T00:00:00Z")}, Source: "e1"}
 		_, err = b.store.Import(b.ctx, sgam.ImportBatch{Facts: []sgam.StoredFact{fresh, overlap}})
 		requireCode(t, err, sgam.Conflict, "")
 		require.Nil(t, b.get(key(tenantA, "kai", "city"), "", ""), "nothing of the batch was written")
@@ -161,6 +160,24 @@ func runTransfer(t *testing.T, newStore Factory) {
 		bad.ValidTo = &bad.ValidFrom
 		_, err = b.store.Import(b.ctx, sgam.ImportBatch{Facts: []sgam.StoredFact{bad}})
 		requireCode(t, err, sgam.Invalid, "facts[0].valid_to")
+
+		// Bad input is named by record and field, not reported as a failed
+		// constraint.
+		noEpisode := fresh
+		noEpisode.Source = "nowhere"
+		_, err = b.store.Import(b.ctx, sgam.ImportBatch{Facts: []sgam.StoredFact{noEpisode}})
+		requireCode(t, err, sgam.Invalid, "facts[0].source")
+		noSource := fresh
+		noSource.Source, noSource.Evidence = "", nil
+		_, err = b.store.Import(b.ctx, sgam.ImportBatch{Facts: []sgam.StoredFact{noSource}})
+		requireCode(t, err, sgam.Invalid, "facts[0].source")
+		_, err = b.store.Import(b.ctx, sgam.ImportBatch{Facts: []sgam.StoredFact{fresh, fresh}})
+		requireCode(t, err, sgam.Invalid, "facts[1].fact_id")
+		badEvidence := fresh
+		badEvidence.Evidence = []sgam.Evidence{{EpisodeID: "nowhere", RecordedAt: fresh.RecordedAt}}
+		_, err = b.store.Import(b.ctx, sgam.ImportBatch{Facts: []sgam.StoredFact{badEvidence}})
+		requireCode(t, err, sgam.Invalid, "facts[0].evidence[0].episode_id")
+		require.Nil(t, b.get(key(tenantA, "kai", "city"), "", ""), "nothing of the batches was written")
 		b.requireClean()
 	})
 }
