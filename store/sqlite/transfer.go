@@ -209,7 +209,6 @@ func (is importStore) FactTenant(id int64) (string, error) {
 	return tenant, mapErr("import facts", err)
 }
 
-
 // keyRows returns every row of a key for the invariant check.
 func (s *Store) keyRows(ctx context.Context, k sgam.Key) ([]temporal.Row, error) {
 	rows, err := s.w.QueryContext(ctx, `SELECT fact_id, valid_from, valid_to, recorded_at, retracted_at FROM facts
