@@ -1,5 +1,7 @@
-// Package store opens the store a data source name selects: a file path is
-// the embedded SQLite store (package store/sqlite).
+// Package store opens the store a data source name selects: a
+// postgres:// (or postgresql://) URL is the PostgreSQL store (package
+// store/postgres), anything else a file path for the embedded SQLite store
+// (package store/sqlite).
 package store
 
 import (
@@ -7,8 +9,14 @@ import (
 	"strings"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/postgres"
 	"github.com/sgam-dev/sgam/store/sqlite"
 )
+
+// IsPostgres reports whether dsn names a PostgreSQL database.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
 
 // Options configure the store Open returns. The zero value is ready to use.
 type Options struct {
@@ -18,11 +26,11 @@ type Options struct {
 	MustExist bool
 }
 
-// Open opens the store named by dsn: a file path (created if missing) for
-// the embedded SQLite store.
+// Open opens the store named by dsn: a postgres:// URL, or a file path
+// (created if missing, unless MustExist) for the embedded SQLite store.
 func Open(ctx context.Context, dsn string, opts Options) (sgam.Store, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return nil, sgam.Errorf(sgam.Invalid, "db", "PostgreSQL is not supported by this build yet; use a file path")
+	if IsPostgres(dsn) {
+		return postgres.Open(ctx, dsn, postgres.Options{Clock: opts.Clock, Limits: opts.Limits})
 	}
 	return sqlite.Open(ctx, dsn, sqlite.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist})
 }

@@ -1,0 +1,87 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/temporal"
+)
+
+// Check implements sgam.Store: one repeatable-read snapshot of every tenant.
+func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
+	out := []sgam.Violation{}
+	err := s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, "check", func(tx pgx.Tx) error {
+		out = out[:0]
+		if _, err := tx.Exec(ctx, scopeSQL, allTenants); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT tenant_id, subject, attribute, fact_id, valid_from, valid_to, recorded_at, retracted_at
+			FROM facts ORDER BY tenant_id, subject, attribute, valid_from`)
+		if err != nil {
+			return err
+		}
+		var cur sgam.Key
+		var keyRows []temporal.Row
+		flushKey := func() {
+			for _, p := range temporal.Check(keyRows) {
+				out = append(out, sgam.Violation{Rule: p.Rule, Tenant: cur.Tenant, Subject: cur.Subject,
+					Attribute: cur.Attribute, FactIDs: p.IDs, Message: p.Message})
+			}
+			keyRows = keyRows[:0]
+		}
+		for rows.Next() {
+			var k sgam.Key
+			var r temporal.Row
+			var validFrom, recordedAt time.Time
+			var validTo, retractedAt *time.Time
+			if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &r.ID, &validFrom, &validTo, &recordedAt, &retractedAt); err != nil {
+				rows.Close()
+				return err
+			}
+			r.ValidFrom, r.ValidTo, r.RecordedAt, r.RetractedAt = sgam.Micros(validFrom), openOr(validTo), sgam.Micros(recordedAt), openOr(retractedAt)
+			if k != cur {
+				flushKey()
+				cur = k
+			}
+			keyRows = append(keyRows, r)
+		}
+		flushKey()
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, c := range []struct{ rule, query, message string }{
+			{"evidence", `SELECT f.fact_id, f.tenant_id, f.subject, f.attribute FROM facts f
+				WHERE f.source IS NULL AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)`,
+				"fact %d has no evidence episode"},
+			{"foreign_key", `SELECT f.fact_id, f.tenant_id, f.subject, f.attribute FROM facts f
+				WHERE f.source IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.tenant_id = f.tenant_id AND e.episode_id = f.source)`,
+				"fact %d cites a missing source episode"},
+		} {
+			rows, err := tx.Query(ctx, c.query)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var v sgam.Violation
+				var id int64
+				if err := rows.Scan(&id, &v.Tenant, &v.Subject, &v.Attribute); err != nil {
+					rows.Close()
+					return err
+				}
+				v.Rule, v.FactIDs, v.Message = c.rule, []int64{id}, fmt.Sprintf(c.message, id)
+				out = append(out, v)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,215 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sgam-dev/sgam"
+)
+
+const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata::text, coalesce(idempotency_key, '')`
+
+func scanEpisode(row pgx.Row) (sgam.Episode, error) {
+	var e sgam.Episode
+	var metadata *string
+	if err := row.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &e.OccurredAt, &e.RecordedAt, &metadata, &e.IdempotencyKey); err != nil {
+		return e, err
+	}
+	e.OccurredAt, e.RecordedAt = e.OccurredAt.UTC(), e.RecordedAt.UTC()
+	if metadata != nil {
+		// jsonb rewrites whitespace and key order; bring it back to the
+		// canonical form every store returns.
+		m, err := sgam.CanonicalValue("metadata", []byte(*metadata), 1<<30)
+		if err != nil {
+			return e, err
+		}
+		e.Metadata = m
+	}
+	return e, nil
+}
+
+func collectEpisodes(rows pgx.Rows) ([]sgam.Episode, error) {
+	defer rows.Close()
+	out := []sgam.Episode{}
+	for rows.Next() {
+		e, err := scanEpisode(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// AddEpisode implements sgam.Store.
+func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, error) {
+	explicitTime := !e.OccurredAt.IsZero()
+	now := time.Now()
+	if s.clock != nil {
+		now = s.clock.Now()
+	}
+	e, err := s.limits.CheckNewEpisode(e, now)
+	if err != nil {
+		return e, err
+	}
+	if e.ID == "" && e.IdempotencyKey == "" {
+		e.ID = newEpisodeID()
+	}
+	var out sgam.Episode
+	err = s.inTx(ctx, pgx.TxOptions{}, "add episode", func(tx pgx.Tx) error {
+		in := e
+		if _, err := tx.Exec(ctx, scopeSQL, in.Tenant); err != nil {
+			return err
+		}
+		if in.IdempotencyKey != "" {
+			have, err := scanEpisode(tx.QueryRow(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND idempotency_key = $2`, in.Tenant, in.IdempotencyKey))
+			switch {
+			case err == nil:
+				if in.ID == "" {
+					in.ID = have.ID
+				}
+				if !sameEpisode(have, in, explicitTime) {
+					return sgam.Errorf(sgam.Conflict, "idempotency_key", "episode %s was already captured under idempotency key %q with different content", have.ID, in.IdempotencyKey)
+				}
+				out = have
+				return nil
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+			if in.ID == "" {
+				in.ID = newEpisodeID()
+			}
+		}
+		have, err := scanEpisode(tx.QueryRow(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = $2 FOR UPDATE`, in.Tenant, in.ID))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			recorded, err := s.instant(ctx, tx)
+			if err != nil {
+				return err
+			}
+			in.RecordedAt = recorded
+			_, err = tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9)`, in.Tenant, in.ID, in.Session, in.Kind, in.Content, in.OccurredAt,
+				in.RecordedAt, nullString(string(in.Metadata)), nullString(in.IdempotencyKey))
+			if err != nil {
+				return err
+			}
+			out = in
+			return nil
+		case err != nil:
+			return err
+		case isPlaceholder(have):
+			// A write named this episode before it was captured: fill it in,
+			// keeping when the store first heard of it.
+			in.RecordedAt = have.RecordedAt
+			_, err = tx.Exec(ctx, `UPDATE episodes SET session = $3, kind = $4, content = $5, occurred_at = $6, metadata = $7::jsonb, idempotency_key = $8
+				WHERE tenant_id = $1 AND episode_id = $2`, in.Tenant, in.ID, in.Session, in.Kind, in.Content, in.OccurredAt,
+				nullString(string(in.Metadata)), nullString(in.IdempotencyKey))
+			out = in
+			return err
+		case sameEpisode(have, in, explicitTime):
+			out = have
+			return nil
+		default:
+			return sgam.Errorf(sgam.Conflict, "episode_id", "episode %s already exists with different content", in.ID)
+		}
+	})
+	return out, err
+}
+
+// instant is the transaction time of a write that loads no fact rows.
+func (s *Store) instant(ctx context.Context, tx pgx.Tx) (time.Time, error) {
+	var now time.Time
+	if s.clock != nil {
+		now = s.clock.Now()
+	} else if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		return now, err
+	}
+	us := max(sgam.Micros(now), s.txHigh.Load())
+	raise(&s.txHigh, us)
+	return sgam.FromMicros(us), nil
+}
+
+func isPlaceholder(e sgam.Episode) bool {
+	return e.Kind == sgam.KindUnknown && e.Content == "" && e.Session == "" && e.Metadata == nil && e.IdempotencyKey == ""
+}
+
+func sameEpisode(have, e sgam.Episode, explicitTime bool) bool {
+	return have.Session == e.Session && have.Kind == e.Kind && have.Content == e.Content &&
+		bytes.Equal(have.Metadata, e.Metadata) && have.IdempotencyKey == e.IdempotencyKey &&
+		(!explicitTime || have.OccurredAt.Equal(e.OccurredAt)) && (e.ID == "" || have.ID == e.ID)
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Episode implements sgam.Store.
+func (s *Store) Episode(ctx context.Context, tenant, id string) (sgam.Episode, error) {
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return sgam.Episode{}, err
+	}
+	if err := sgam.CheckEpisodeID("episode_id", id); err != nil {
+		return sgam.Episode{}, err
+	}
+	bt := newBatch(tenant)
+	bt.Queue(`SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = $2`, tenant, id)
+	br := s.pool.SendBatch(ctx, bt)
+	defer br.Close()
+	if err := skipScope(br); err != nil {
+		return sgam.Episode{}, mapErr("get episode", err)
+	}
+	e, err := scanEpisode(br.QueryRow())
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, sgam.Errorf(sgam.NotFound, "episode_id", "tenant %s has no episode %s", tenant, id)
+	}
+	return e, mapErr("get episode", err)
+}
+
+// Episodes implements sgam.Store.
+func (s *Store) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error) {
+	if err := sgam.CheckTenant(q.Tenant); err != nil {
+		return nil, err
+	}
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = 100
+	case limit < 0 || limit > 10000:
+		return nil, sgam.Errorf(sgam.Invalid, "limit", "must be between 1 and 10000, not %d", limit)
+	}
+	bt := newBatch(q.Tenant)
+	bt.Queue(`SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND ($3 = '' OR session = $3)
+		ORDER BY occurred_at, episode_id LIMIT $2`, q.Tenant, limit, q.Session)
+	br := s.pool.SendBatch(ctx, bt)
+	defer br.Close()
+	if err := skipScope(br); err != nil {
+		return nil, mapErr("list episodes", err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, mapErr("list episodes", err)
+	}
+	out, err := collectEpisodes(rows)
+	return out, mapErr("list episodes", err)
+}
+
+// newEpisodeID returns a random episode id.
+func newEpisodeID() string {
+	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+	var b [16]byte
+	rand.Read(b[:])
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = alphabet[c&31]
+	}
+	return "ep_" + string(out)
+}

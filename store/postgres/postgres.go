@@ -1,0 +1,297 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sgam-dev/sgam"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure a Store. The zero value is ready to use.
+type Options struct {
+	// Clock supplies transaction time; nil uses the database server's clock.
+	Clock  sgam.Clock
+	Limits sgam.Limits
+	// MaxConns bounds the pool; default 4 × GOMAXPROCS, at least 8.
+	MaxConns int32
+	// Retries bounds the transparent retries of one operation; default 5.
+	Retries int
+}
+
+// Store is the PostgreSQL store. It is safe for concurrent use.
+type Store struct {
+	pool    *pgxpool.Pool
+	clock   sgam.Clock // nil: the database's clock
+	limits  sgam.Limits
+	retries int
+
+	retried atomic.Int64
+	// txHigh is the latest transaction instant this process wrote: with a
+	// Clock set back, later writes still happen after it.
+	txHigh atomic.Int64
+}
+
+var _ sgam.Store = (*Store)(nil)
+
+// Open connects to the database at url (postgres://...) and applies pending
+// migrations, under an advisory lock, so that servers starting at once
+// migrate once.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, sgam.Errorf(sgam.Invalid, "db", "not a PostgreSQL URL: %v", err)
+	}
+	cfg.MaxConns = opts.MaxConns
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = int32(max(8, 4*runtime.GOMAXPROCS(0)))
+	}
+	if opts.Retries <= 0 {
+		opts.Retries = 5
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, unavailable("connect", err)
+	}
+	s := &Store{pool: pool, clock: opts.Clock, limits: opts.Limits.WithDefaults(), retries: opts.Retries}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Retries returns how many times an operation was retried after a
+// serialization failure, a deadlock or a lost connection.
+func (s *Store) Retries() int64 { return s.retried.Load() }
+
+// Pool returns the connection pool, for tests and operations tooling.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Now returns the store's notion of now: the Clock, or the database's.
+func (s *Store) Now() time.Time {
+	if s.clock != nil {
+		return s.clock.Now()
+	}
+	var t time.Time
+	if err := s.pool.QueryRow(context.Background(), `SELECT clock_timestamp()`).Scan(&t); err != nil {
+		return time.Now()
+	}
+	return t
+}
+
+const migrationLock = 0x7367616d // "sgam"
+
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable("migrate", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+		return unavailable("migrate", err)
+	}
+	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, migrationLock)
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS sgam_schema (version integer NOT NULL)`); err != nil {
+		return unavailable("migrate", err)
+	}
+	var version int
+	err = conn.QueryRow(ctx, `SELECT version FROM sgam_schema`).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		_, err = conn.Exec(ctx, `INSERT INTO sgam_schema (version) VALUES (0)`)
+	}
+	if err != nil {
+		return unavailable("migrate", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	if version > len(names) {
+		return sgam.Errorf(sgam.Unavailable, "db", "the database has schema version %d; this sgam knows up to %d: upgrade sgam", version, len(names))
+	}
+	for i := version; i < len(names); i++ {
+		body, err := migrations.ReadFile(names[i])
+		if err != nil {
+			return err
+		}
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return unavailable("migrate", err)
+		}
+		if _, err := tx.Exec(ctx, string(body)); err != nil {
+			tx.Rollback(ctx)
+			return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("migration %s: %v", names[i], err), Err: err}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sgam_schema SET version = $1`, i+1); err != nil {
+			tx.Rollback(ctx)
+			return unavailable("migrate", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return unavailable("migrate", err)
+		}
+	}
+	return nil
+}
+
+// allTenants is the scope of transactions that span tenants by nature.
+const allTenants = ""
+
+// scopeSQL sets a transaction's row-level security scope: one tenant, or
+// all of them.
+const scopeSQL = `SELECT set_config('sgam.tenant', $1, true), set_config('sgam.scope', CASE WHEN $1 = '' THEN 'all' ELSE '' END, true)`
+
+// newBatch returns a batch that first sets the scope; its first result
+// must be consumed (see skipScope).
+func newBatch(tenant string) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(scopeSQL, tenant)
+	return b
+}
+
+func skipScope(br pgx.BatchResults) error {
+	_, err := br.Exec()
+	return err
+}
+
+// inTx runs fn in a transaction, retrying it from the start after errors
+// that are safe to retry.
+func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, what string, fn func(pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.tryTx(ctx, opts, fn)
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) || attempt >= s.retries || ctx.Err() != nil {
+			return mapErr(what, err)
+		}
+		s.retried.Add(1)
+		select {
+		case <-time.After(time.Duration(1<<attempt) * time.Millisecond):
+		case <-ctx.Done():
+			return mapErr(what, ctx.Err())
+		}
+	}
+}
+
+func (s *Store) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback(context.Background())
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// retryable reports errors after which running the transaction again may
+// succeed and cannot do harm: serialization failures and deadlocks (the
+// transaction was rolled back), unique violations between concurrent
+// imports of the same rows (the retry finds them present), and lost
+// connections before anything was sent.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01", "23505":
+			return true
+		}
+		return false
+	}
+	return pgconn.SafeToRetry(err)
+}
+
+// mapErr turns a driver error into an *sgam.Error.
+func mapErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sgam.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "40001" || pe.Code == "40P01":
+			return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: retries exhausted: %s", what, pe.Message), Err: err}
+		case pe.Code[:2] == "23":
+			return &sgam.Error{Code: sgam.Conflict, Message: fmt.Sprintf("%s: %s (%s)", what, pe.Message, pe.ConstraintName), Err: err}
+		case pe.Code[:2] == "08" || pe.Code[:2] == "57" || pe.Code[:2] == "53":
+			return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %s", what, pe.Message), Err: err}
+		}
+		return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("%s: %s", what, pe.Message), Err: err}
+	}
+	if pgconn.Timeout(err) || isConnErr(err) {
+		return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+	}
+	return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+}
+
+// isConnErr reports a broken connection (the server went away mid-call):
+// whether the operation took effect is unknown to the driver, so it is
+// reported as Unavailable for the caller to retry, not retried here.
+func isConnErr(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"conn closed", "unexpected EOF", "connection reset", "broken pipe", "closed pool"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func unavailable(what string, err error) error {
+	return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+}
+
+// keyLocks returns the advisory lock ids of keys, sorted, so that every
+// transaction takes its locks in one order.
+func keyLocks(keys []sgam.Key) []int64 {
+	out := make([]int64, 0, len(keys))
+	for _, k := range keys {
+		h := fnv.New64a()
+		h.Write([]byte(k.Tenant))
+		h.Write([]byte{0x1f})
+		h.Write([]byte(k.Subject))
+		h.Write([]byte{0x1f})
+		h.Write([]byte(k.Attribute))
+		out = append(out, int64(h.Sum64()))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+const lockSQL = `SELECT pg_advisory_xact_lock(h) FROM unnest($1::bigint[]) WITH ORDINALITY AS l(h, i) ORDER BY i`

@@ -1,0 +1,257 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sgam-dev/sgam"
+)
+
+// factColumns is the select list of a fact row f: its source, then its
+// corroborating links made at or before the transaction instant bound to
+// param, oldest first.
+func factColumns(param string) string {
+	return `f.fact_id, f.tenant_id, f.subject, f.attribute, f.value_text, f.valid_from, f.valid_to,
+		f.recorded_at, f.retracted_at, f.supersedes, f.schema_version, f.source,
+		(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e
+		  WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id AND e.recorded_at <= ` + param + `)`
+}
+
+func scanFact(row pgx.Row, extra ...any) (sgam.Fact, error) {
+	var f sgam.Fact
+	var value, source *string
+	var corroborations []string
+	dest := append([]any{&f.ID, &f.Tenant, &f.Subject, &f.Attribute, &value, &f.ValidFrom, &f.ValidTo,
+		&f.RecordedAt, &f.RetractedAt, &f.Supersedes, &f.SchemaVersion, &source, &corroborations}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return f, err
+	}
+	if value != nil {
+		f.Value = []byte(*value)
+	} else {
+		f.Tombstone = true
+	}
+	f.ValidFrom = f.ValidFrom.UTC()
+	f.RecordedAt = f.RecordedAt.UTC()
+	f.ValidTo = utc(f.ValidTo)
+	f.RetractedAt = utc(f.RetractedAt)
+	f.Sources = make([]string, 0, 1+len(corroborations))
+	if source != nil {
+		f.Sources = append(f.Sources, *source)
+	}
+	f.Sources = append(f.Sources, corroborations...)
+	return f, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// readFact reads one fact inside a transaction, with all its evidence.
+func readFact(ctx context.Context, tx pgx.Tx, tenant string, id int64) (sgam.Fact, error) {
+	return scanFact(tx.QueryRow(ctx, `SELECT `+factColumns("'infinity'")+` FROM facts f WHERE tenant_id = $1 AND fact_id = $2`, tenant, id))
+}
+
+// instants returns the parameters of a read: the given instants, or nil
+// for "now" when the database's clock is the store's.
+func (s *Store) instants(at sgam.At) (asOf, knownAt *time.Time, err error) {
+	if s.clock != nil {
+		v, k, err := at.Resolve(s.clock.Now())
+		return &v, &k, err
+	}
+	if !at.AsOf.IsZero() {
+		v, err := sgam.CheckTime("as_of", at.AsOf)
+		if err != nil {
+			return nil, nil, err
+		}
+		asOf = &v
+	}
+	if !at.KnownAt.IsZero() {
+		k, err := sgam.CheckTime("known_at", at.KnownAt)
+		if err != nil {
+			return nil, nil, err
+		}
+		knownAt = &k
+	}
+	return asOf, knownAt, nil
+}
+
+// nowCTE names the instants of a read p.v and p.k: parameters $v and $k,
+// or the database's clock where they are NULL.
+func nowCTE(v, k int) string {
+	return fmt.Sprintf(`WITH p AS (SELECT coalesce($%d::timestamptz, clock_timestamp()) AS v, coalesce($%d::timestamptz, clock_timestamp()) AS k) `, v, k)
+}
+
+// Get implements sgam.Store.
+func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
+	if err := key.Check(); err != nil {
+		return nil, err
+	}
+	v, k, err := s.instants(at)
+	if err != nil {
+		return nil, err
+	}
+	// One round trip: the scope and the query run in one implicit transaction.
+	bt := newBatch(key.Tenant)
+	bt.Queue(nowCTE(4, 5)+`SELECT `+factColumns("p.k")+`, p.v FROM p, facts f
+		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND valid_from <= p.v
+		  AND recorded_at <= p.k AND (retracted_at IS NULL OR retracted_at > p.k)
+		ORDER BY valid_from DESC LIMIT 1`, key.Tenant, key.Subject, key.Attribute, v, k)
+	br := s.pool.SendBatch(ctx, bt)
+	defer br.Close()
+	if err := skipScope(br); err != nil {
+		return nil, mapErr("get "+key.String(), err)
+	}
+	var asOf time.Time
+	f, err := scanFact(br.QueryRow(), &asOf)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, mapErr("get "+key.String(), err)
+	}
+	// The newest row believed then that started by V: if it ended before V
+	// (a gap) or is a tombstone, there is no value.
+	if f.Tombstone || (f.ValidTo != nil && !f.ValidTo.After(asOf)) {
+		return nil, nil
+	}
+	return &f, nil
+}
+
+// State implements sgam.Store.
+func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if err := sgam.CheckSubject(subject); err != nil {
+		return nil, err
+	}
+	v, k, err := s.instants(at)
+	if err != nil {
+		return nil, err
+	}
+	return s.queryFacts(ctx, tenant, "state of "+subject, nowCTE(3, 4)+`SELECT `+factColumns("p.k")+` FROM p, facts f
+		WHERE tenant_id = $1 AND subject = $2 AND valid_from <= p.v AND (valid_to IS NULL OR valid_to > p.v)
+		  AND recorded_at <= p.k AND (retracted_at IS NULL OR retracted_at > p.k) AND value_text IS NOT NULL
+		ORDER BY attribute`, tenant, subject, v, k)
+}
+
+// History implements sgam.Store.
+func (s *Store) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) {
+	if err := key.Check(); err != nil {
+		return nil, err
+	}
+	return s.queryFacts(ctx, key.Tenant, "history of "+key.String(), `SELECT `+factColumns("'infinity'")+` FROM facts f
+		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 ORDER BY fact_id`, key.Tenant, key.Subject, key.Attribute)
+}
+
+// queryFacts runs a query of facts within a tenant's scope, in one round trip.
+func (s *Store) queryFacts(ctx context.Context, tenant, what, query string, args ...any) ([]sgam.Fact, error) {
+	bt := newBatch(tenant)
+	bt.Queue(query, args...)
+	br := s.pool.SendBatch(ctx, bt)
+	defer br.Close()
+	if err := skipScope(br); err != nil {
+		return nil, mapErr(what, err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, mapErr(what, err)
+	}
+	defer rows.Close()
+	out := []sgam.Fact{}
+	for rows.Next() {
+		f, err := scanFact(rows)
+		if err != nil {
+			return nil, mapErr(what, err)
+		}
+		out = append(out, f)
+	}
+	return out, mapErr(what, rows.Err())
+}
+
+// Trace implements sgam.Store.
+func (s *Store) Trace(ctx context.Context, tenant string, factID int64) (sgam.Trace, error) {
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return sgam.Trace{}, err
+	}
+	var tr sgam.Trace
+	// Repeatable read: the chain and its episodes from one snapshot.
+	err := s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, "trace", func(tx pgx.Tx) error {
+		bt := newBatch(tenant)
+		bt.Queue(`WITH RECURSIVE chain (id, depth) AS (
+				SELECT $2::bigint, 0
+				UNION ALL
+				SELECT f.supersedes, c.depth + 1 FROM facts f JOIN chain c ON f.tenant_id = $1 AND f.fact_id = c.id
+				WHERE f.supersedes IS NOT NULL AND c.depth < 10000)
+			SELECT `+factColumns("'infinity'")+` FROM chain c JOIN facts f ON f.tenant_id = $1 AND f.fact_id = c.id
+			ORDER BY c.depth`, tenant, factID)
+		br := tx.SendBatch(ctx, bt)
+		if err := skipScope(br); err != nil {
+			br.Close()
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return err
+		}
+		tr.Chain, err = collectFacts(rows)
+		br.Close()
+		if err != nil {
+			return err
+		}
+		if len(tr.Chain) == 0 {
+			return sgam.Errorf(sgam.NotFound, "fact_id", "tenant %s has no fact %d", tenant, factID)
+		}
+		var ids []string
+		seen := map[string]bool{}
+		for _, f := range tr.Chain {
+			for _, id := range f.Sources {
+				if !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+			}
+		}
+		rows, err = tx.Query(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = ANY($2)`, tenant, ids)
+		if err != nil {
+			return err
+		}
+		eps, err := collectEpisodes(rows)
+		if err != nil {
+			return err
+		}
+		byID := map[string]sgam.Episode{}
+		for _, e := range eps {
+			byID[e.ID] = e
+		}
+		tr.Episodes = make([]sgam.Episode, 0, len(ids))
+		for _, id := range ids {
+			tr.Episodes = append(tr.Episodes, byID[id])
+		}
+		return nil
+	})
+	return tr, err
+}
+
+func collectFacts(rows pgx.Rows) ([]sgam.Fact, error) {
+	defer rows.Close()
+	out := []sgam.Fact{}
+	for rows.Next() {
+		f, err := scanFact(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}

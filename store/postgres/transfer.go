@@ -1,0 +1,269 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/temporal"
+)
+
+// Export implements sgam.Store: one repeatable-read snapshot.
+func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return mapErr("export", err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, scopeSQL, tenant); err != nil {
+		return mapErr("export", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE $1 = '' OR tenant_id = $1 ORDER BY tenant_id, episode_id`, tenant)
+	if err != nil {
+		return mapErr("export episodes", err)
+	}
+	for rows.Next() {
+		e, err := scanEpisode(rows)
+		if err == nil {
+			err = episode(e)
+		}
+		if err != nil {
+			rows.Close()
+			return mapErr("export episodes", err)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return mapErr("export episodes", err)
+	}
+	rows, err = tx.Query(ctx, `SELECT `+factColumns("'infinity'")+`, f.source,
+		(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id),
+		(SELECT array_agg(e.recorded_at ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
+		FROM facts f WHERE $1 = '' OR tenant_id = $1 ORDER BY fact_id`, tenant)
+	if err != nil {
+		return mapErr("export facts", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var source *string
+		var ids []string
+		var ats []time.Time
+		f, err := scanFact(rows, &source, &ids, &ats)
+		if err != nil {
+			return mapErr("export facts", err)
+		}
+		sf := sgam.StoredFact{Fact: f, Evidence: []sgam.Evidence{}}
+		if source != nil {
+			sf.Source = *source
+		}
+		for i := range ids {
+			sf.Evidence = append(sf.Evidence, sgam.Evidence{EpisodeID: ids[i], RecordedAt: ats[i].UTC()})
+		}
+		if err := fact(sf); err != nil {
+			return err
+		}
+	}
+	return mapErr("export facts", rows.Err())
+}
+
+// Import implements sgam.Store.
+func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStats, error) {
+	for i := range b.Episodes {
+		if err := s.limits.CheckImportedEpisode(&b.Episodes[i]); err != nil {
+			return sgam.ImportStats{}, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
+		}
+	}
+	for i := range b.Facts {
+		if err := s.limits.CheckImportedFact(&b.Facts[i]); err != nil {
+			return sgam.ImportStats{}, sgam.PrefixField(fmt.Sprintf("facts[%d]", i), err)
+		}
+	}
+	if err := sgam.CheckImportBatch(b); err != nil {
+		return sgam.ImportStats{}, err
+	}
+	var keys []sgam.Key
+	seen := map[sgam.Key]bool{}
+	for _, f := range b.Facts {
+		if !seen[f.Key()] {
+			seen[f.Key()] = true
+			keys = append(keys, f.Key())
+		}
+	}
+	var st sgam.ImportStats
+	err := s.inTx(ctx, pgx.TxOptions{}, "import", func(tx pgx.Tx) error {
+		st = sgam.ImportStats{}
+		if _, err := tx.Exec(ctx, scopeSQL, allTenants); err != nil {
+			return err
+		}
+		// Imports of overlapping streams serialize on the keys they touch,
+		// like writes do.
+		if _, err := tx.Exec(ctx, lockSQL, keyLocks(keys)); err != nil {
+			return err
+		}
+		for i, e := range b.Episodes {
+			have, err := scanEpisode(tx.QueryRow(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = $2`, e.Tenant, e.ID))
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				if _, err := tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, e.OccurredAt,
+					e.RecordedAt, nullString(string(e.Metadata)), nullString(e.IdempotencyKey)); err != nil {
+					return err
+				}
+				st.Episodes++
+			case err != nil:
+				return err
+			case sgam.EpisodesEqual(have, e):
+				st.EpisodesPresent++
+			default:
+				return sgam.Errorf(sgam.Conflict, fmt.Sprintf("episodes[%d]", i), "tenant %s already has a different episode %s", e.Tenant, e.ID)
+			}
+		}
+		plan, err := ledger.PlanImport(importStore{ctx, tx}, b)
+		if err != nil {
+			return err
+		}
+		st.FactsPresent = plan.FactsPresent
+		var rows factRows
+		var ev links
+		var maxID int64
+		for _, i := range plan.Fresh {
+			f := b.Facts[i]
+			var value *string
+			if !f.Tombstone {
+				v := string(f.Value)
+				value = &v
+			}
+			rows.append(f.Key(), f.ID, value, f.ValidFrom, f.ValidTo, f.RecordedAt, f.RetractedAt, f.Supersedes,
+				nullString(f.Source), int32(f.SchemaVersion))
+			for _, e := range f.Evidence {
+				ev.add(f.Tenant, f.ID, e.EpisodeID, e.RecordedAt)
+			}
+			maxID = max(maxID, f.ID)
+			st.Facts++
+		}
+		if len(rows.ids) == 0 {
+			return nil
+		}
+		bt := &pgx.Batch{}
+		bt.Queue(insertFactsSQL, rows.args()...)
+		if len(ev.ids) > 0 {
+			bt.Queue(linksSQL, ev.tenants, ev.ids, ev.episodes, ev.at)
+		}
+		// New ids continue above imported ones. The lock keeps concurrent
+		// imports from moving the sequence back.
+		bt.Queue(`SELECT pg_advisory_xact_lock($1)`, migrationLock+1)
+		bt.Queue(`SELECT setval('fact_ids', greatest(last_value, $1)) FROM fact_ids`, maxID)
+		return tx.SendBatch(ctx, bt).Close()
+	})
+	if err != nil {
+		return sgam.ImportStats{}, err
+	}
+	raise(&s.txHigh, sgam.Micros(b.LatestInstant()))
+	return st, nil
+}
+
+// importStore answers ledger.PlanImport inside the import's transaction,
+// a query per question.
+type importStore struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (is importStore) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.StoredFact, error) {
+	tenants, ids := make([]string, len(facts)), make([]int64, len(facts))
+	for i, f := range facts {
+		tenants[i], ids[i] = f.Tenant, f.ID
+	}
+	rows, err := is.tx.Query(is.ctx, `SELECT `+factColumns("'infinity'")+`, f.source,
+		(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id),
+		(SELECT array_agg(e.recorded_at ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
+		FROM unnest($1::text[], $2::bigint[]) AS k(t, id) JOIN facts f ON f.tenant_id = k.t AND f.fact_id = k.id`, tenants, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]sgam.StoredFact{}
+	for rows.Next() {
+		var source *string
+		var eps []string
+		var ats []time.Time
+		f, err := scanFact(rows, &source, &eps, &ats)
+		if err != nil {
+			return nil, err
+		}
+		sf := sgam.StoredFact{Fact: f}
+		if source != nil {
+			sf.Source = *source
+		}
+		for i := range eps {
+			sf.Evidence = append(sf.Evidence, sgam.Evidence{EpisodeID: eps[i], RecordedAt: ats[i].UTC()})
+		}
+		out[f.ID] = sf
+	}
+	return out, rows.Err()
+}
+
+func (is importStore) HasEpisodes(refs []ledger.EpisodeRef) (map[ledger.EpisodeRef]bool, error) {
+	tenants, ids := make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		tenants[i], ids[i] = r.Tenant, r.ID
+	}
+	rows, err := is.tx.Query(is.ctx, `SELECT e.tenant_id, e.episode_id FROM unnest($1::text[], $2::text[]) AS k(t, id)
+		JOIN episodes e ON e.tenant_id = k.t AND e.episode_id = k.id`, tenants, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[ledger.EpisodeRef]bool{}
+	for rows.Next() {
+		var r ledger.EpisodeRef
+		if err := rows.Scan(&r.Tenant, &r.ID); err != nil {
+			return nil, err
+		}
+		out[r] = true
+	}
+	return out, rows.Err()
+}
+
+func (is importStore) KeyRows(keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
+	return keyRows(is.ctx, is.tx, keys)
+}
+
+// FactTenant: fact ids are unique per tenant in this store (its primary
+// key leads with tenant_id, for sharding), so a supersedes link cannot be
+// checked across tenants; row-level security hides them anyway.
+func (is importStore) FactTenant(int64) (string, error) { return "", nil }
+
+// keyRows returns every row of each key, as the temporal rules see them.
+func keyRows(ctx context.Context, tx pgx.Tx, keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
+	tenants, subjects, attributes := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		tenants[i], subjects[i], attributes[i] = k.Tenant, k.Subject, k.Attribute
+	}
+	rows, err := tx.Query(ctx, `SELECT f.tenant_id, f.subject, f.attribute, f.fact_id, f.valid_from, f.valid_to, f.recorded_at, f.retracted_at
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS k(t, s, a)
+		JOIN facts f ON f.tenant_id = k.t AND f.subject = k.s AND f.attribute = k.a`, tenants, subjects, attributes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[sgam.Key][]temporal.Row{}
+	for rows.Next() {
+		var k sgam.Key
+		var r temporal.Row
+		var validFrom, recordedAt time.Time
+		var validTo, retractedAt *time.Time
+		if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &r.ID, &validFrom, &validTo, &recordedAt, &retractedAt); err != nil {
+			return nil, err
+		}
+		r.ValidFrom, r.ValidTo, r.RecordedAt, r.RetractedAt = sgam.Micros(validFrom), openOr(validTo), sgam.Micros(recordedAt), openOr(retractedAt)
+		out[k] = append(out[k], r)
+	}
+	return out, rows.Err()
+}
+

@@ -1,0 +1,346 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/temporal"
+)
+
+// Assert implements sgam.Store.
+func (s *Store) Assert(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
+	a, err := s.limits.CheckAssertion(a)
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	res, err := s.write(ctx, []ledger.Op{ledger.AssertionOp(a)}, "")
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	return res[0], nil
+}
+
+// Retract implements sgam.Store.
+func (s *Store) Retract(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
+	r, err := s.limits.CheckRetraction(r)
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	res, err := s.write(ctx, []ledger.Op{ledger.RetractionOp(r)}, "")
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	return res[0], nil
+}
+
+// AssertMany implements sgam.Store.
+func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.WriteResult, error) {
+	if len(as) == 0 {
+		return nil, nil
+	}
+	ops := make([]ledger.Op, len(as))
+	for i, a := range as {
+		a, err := s.limits.CheckAssertion(a)
+		if err != nil {
+			return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
+		}
+		ops[i] = ledger.AssertionOp(a)
+	}
+	return s.write(ctx, ops, "assertions")
+}
+
+// windowSQL loads, for each key (arrays of tenant, subject, attribute,
+// tmin, tmax), its believed rows from the one at or before tmin to the one
+// after tmax: the neighbours of every operation in [tmin, tmax].
+const windowSQL = `SELECT k.i, f.fact_id, f.value_text, f.valid_from, f.valid_to, f.recorded_at, f.source,
+		EXISTS (SELECT 1 FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[])
+		WITH ORDINALITY AS k(tenant, subject, attribute, tmin, tmax, i)
+	JOIN LATERAL (
+		SELECT * FROM facts f
+		WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.retracted_at IS NULL
+		  AND f.valid_from >= coalesce((SELECT p.valid_from FROM facts p
+		        WHERE p.tenant_id = k.tenant AND p.subject = k.subject AND p.attribute = k.attribute
+		          AND p.retracted_at IS NULL AND p.valid_from <= k.tmin ORDER BY p.valid_from DESC LIMIT 1), k.tmin)
+		  AND f.valid_from <= coalesce((SELECT n.valid_from FROM facts n
+		        WHERE n.tenant_id = k.tenant AND n.subject = k.subject AND n.attribute = k.attribute
+		          AND n.retracted_at IS NULL AND n.valid_from > k.tmax ORDER BY n.valid_from LIMIT 1), k.tmax)
+	) f ON true`
+
+// write applies ops in order in one transaction at one transaction
+// instant. batch names the operations in errors ("assertions[i]").
+func (s *Store) write(ctx context.Context, ops []ledger.Op, batch string) ([]sgam.WriteResult, error) {
+	tenant := ops[0].Key.Tenant
+	for _, o := range ops {
+		if o.Key.Tenant != tenant {
+			tenant = allTenants // a batch across tenants is an administrative load
+			break
+		}
+	}
+	var results []sgam.WriteResult
+	var instant int64
+	err := s.inTx(ctx, pgx.TxOptions{}, "write", func(tx pgx.Tx) error {
+		b := ledger.New(ops)
+		now, err := s.load(ctx, tx, tenant, b)
+		if err != nil {
+			return err
+		}
+		provisional := int64(0)
+		if err := b.Apply(now, func() int64 { provisional--; return provisional }, batch); err != nil {
+			return err
+		}
+		if err := b.Renumber(func(n int) ([]int64, error) { return allocate(ctx, tx, n) }); err != nil {
+			return err
+		}
+		if err := s.flush(ctx, tx, b, now); err != nil {
+			return err
+		}
+		results, err = b.Results(func(k sgam.Key, id int64) (sgam.Fact, error) {
+			return readFact(ctx, tx, k.Tenant, id)
+		})
+		instant = now
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	raise(&s.txHigh, instant)
+	return results, nil
+}
+
+// load takes the keys' advisory locks, reads the transaction instant and
+// loads each key's window of believed rows, in one round trip.
+func (s *Store) load(ctx context.Context, tx pgx.Tx, tenant string, b *ledger.Batch) (int64, error) {
+	n := len(b.Keys)
+	tenants, subjects, attributes := make([]string, n), make([]string, n), make([]string, n)
+	tmins, tmaxs := make([]time.Time, n), make([]time.Time, n)
+	for i, k := range b.Keys {
+		tmin, tmax := b.Window(k)
+		tenants[i], subjects[i], attributes[i] = k.Tenant, k.Subject, k.Attribute
+		tmins[i], tmaxs[i] = sgam.FromMicros(tmin), sgam.FromMicros(tmax)
+	}
+	bt := newBatch(tenant)
+	bt.Queue(lockSQL, keyLocks(b.Keys))
+	bt.Queue(`SELECT clock_timestamp()`)
+	bt.Queue(windowSQL, tenants, subjects, attributes, tmins, tmaxs)
+	br := tx.SendBatch(ctx, bt)
+	defer br.Close()
+	if err := skipScope(br); err != nil {
+		return 0, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return 0, err
+	}
+	var dbNow time.Time
+	if err := br.QueryRow().Scan(&dbNow); err != nil {
+		return 0, err
+	}
+	now := sgam.Micros(dbNow)
+	if s.clock != nil {
+		now = sgam.Micros(s.clock.Now())
+	}
+	now = max(now, s.txHigh.Load())
+	rows, err := br.Query()
+	if err != nil {
+		return 0, err
+	}
+	loaded := make([][]temporal.Row, n)
+	for rows.Next() {
+		var i int64
+		var r temporal.Row
+		var value, source *string
+		var validFrom, recordedAt time.Time
+		var validTo *time.Time
+		if err := rows.Scan(&i, &r.ID, &value, &validFrom, &validTo, &recordedAt, &source, &r.Corroborated); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if value != nil {
+			r.Value = []byte(*value)
+		}
+		if source != nil {
+			r.Source = *source
+		}
+		r.ValidFrom, r.RecordedAt, r.ValidTo, r.RetractedAt = sgam.Micros(validFrom), sgam.Micros(recordedAt), openOr(validTo), temporal.Open
+		// Transaction time never runs backwards for a key: a row is never
+		// retracted before it was recorded, whatever the clock.
+		now = max(now, r.RecordedAt)
+		loaded[i-1] = append(loaded[i-1], r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for i, k := range b.Keys {
+		b.SetBelieved(k, loaded[i])
+	}
+	return now, nil
+}
+
+// allocate draws n fact ids from the sequence, increasing.
+func allocate(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT nextval('fact_ids') FROM generate_series(1, $1) ORDER BY 1`, n)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// flush writes the ledgers' outcome in one round trip. Order matters: links
+// to stored rows before they are copied; retractions before inserts, so
+// the exclusion constraint and the open-row index never see the old and the
+// new believed row at once.
+func (s *Store) flush(ctx context.Context, tx pgx.Tx, b *ledger.Batch, now int64) error {
+	at := sgam.FromMicros(now)
+	var phTenants, phIDs []string
+	seen := map[ledger.EpisodeRef]bool{}
+	for _, o := range b.Ops {
+		r := ledger.EpisodeRef{Tenant: o.Key.Tenant, ID: o.Source}
+		if !seen[r] {
+			seen[r] = true
+			phTenants, phIDs = append(phTenants, r.Tenant), append(phIDs, r.ID)
+		}
+	}
+	var stored links
+	var retractTenants []string
+	var retractIDs []int64
+	var ins factRows
+	var copyTenants []string
+	var copyNew, copyOld []int64
+	var added links
+	for _, k := range b.Keys {
+		l := b.Ledger(k)
+		for _, e := range l.EvidenceStored {
+			stored.add(k.Tenant, e.RowID, e.Source, at)
+		}
+		for _, id := range l.RetractStored {
+			retractTenants, retractIDs = append(retractTenants, k.Tenant), append(retractIDs, id)
+		}
+		for _, r := range l.Inserted {
+			ins.add(k, r)
+			if r.EvidenceOf != 0 {
+				copyTenants, copyNew, copyOld = append(copyTenants, k.Tenant), append(copyNew, r.ID), append(copyOld, r.EvidenceOf)
+			}
+			for _, src := range r.Corroborations {
+				added.add(k.Tenant, r.ID, src, at)
+			}
+		}
+	}
+	bt := &pgx.Batch{}
+	bt.Queue(`INSERT INTO episodes (tenant_id, episode_id, kind, occurred_at, recorded_at)
+		SELECT t, e, 'unknown', $3, $3 FROM unnest($1::text[], $2::text[]) AS x(t, e) ON CONFLICT DO NOTHING`, phTenants, phIDs, at)
+	if len(stored.ids) > 0 {
+		bt.Queue(linksSQL, stored.tenants, stored.ids, stored.episodes, stored.at)
+	}
+	if len(retractIDs) > 0 {
+		bt.Queue(`UPDATE facts SET retracted_at = $1 FROM unnest($2::text[], $3::bigint[]) AS r(t, id)
+			WHERE facts.tenant_id = r.t AND facts.fact_id = r.id AND facts.retracted_at IS NULL`, at, retractTenants, retractIDs).Exec(
+			func(ct pgconn.CommandTag) error {
+				if ct.RowsAffected() != int64(len(retractIDs)) {
+					return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("retract facts: %d of %d rows were still believed", ct.RowsAffected(), len(retractIDs))}
+				}
+				return nil
+			})
+	}
+	if len(ins.ids) > 0 {
+		bt.Queue(insertFactsSQL, ins.args()...)
+	}
+	if len(copyNew) > 0 {
+		bt.Queue(`INSERT INTO evidence (tenant_id, fact_id, episode_id, recorded_at)
+			SELECT e.tenant_id, m.new, e.episode_id, e.recorded_at
+			FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS m(t, new, old)
+			JOIN evidence e ON e.tenant_id = m.t AND e.fact_id = m.old`, copyTenants, copyNew, copyOld)
+	}
+	if len(added.ids) > 0 {
+		bt.Queue(linksSQL, added.tenants, added.ids, added.episodes, added.at)
+	}
+	return tx.SendBatch(ctx, bt).Close()
+}
+
+const linksSQL = `INSERT INTO evidence (tenant_id, fact_id, episode_id, recorded_at)
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[]) ON CONFLICT DO NOTHING`
+
+const insertFactsSQL = `INSERT INTO facts (tenant_id, fact_id, subject, attribute, value_text, valid_from, valid_to,
+		recorded_at, retracted_at, supersedes, source, schema_version)
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[],
+		$8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::text[], $12::integer[])`
+
+// links are evidence rows to insert, as columns.
+type links struct {
+	tenants, episodes []string
+	ids               []int64
+	at                []time.Time
+}
+
+func (l *links) add(tenant string, id int64, episode string, at time.Time) {
+	l.tenants, l.ids, l.episodes, l.at = append(l.tenants, tenant), append(l.ids, id), append(l.episodes, episode), append(l.at, at)
+}
+
+// factRows are fact rows to insert, as columns.
+type factRows struct {
+	tenants, subjects, attributes []string
+	ids                           []int64
+	values, sources               []*string
+	validFrom, recordedAt         []time.Time
+	validTo, retractedAt          []*time.Time
+	supersedes                    []*int64
+	schemaVersions                []int32
+}
+
+func (f *factRows) add(k sgam.Key, r *temporal.Inserted) {
+	var value, source *string
+	if r.Value != nil {
+		v := string(r.Value)
+		value = &v
+	}
+	if r.Source != "" {
+		src := r.Source
+		source = &src
+	}
+	var sup *int64
+	if r.Supersedes != 0 {
+		id := r.Supersedes
+		sup = &id
+	}
+	f.append(k, r.ID, value, sgam.FromMicros(r.ValidFrom), ledger.TimeOrNil(r.ValidTo), sgam.FromMicros(r.RecordedAt),
+		ledger.TimeOrNil(r.RetractedAt), sup, source, 0)
+}
+
+func (f *factRows) append(k sgam.Key, id int64, value *string, validFrom time.Time, validTo *time.Time, recordedAt time.Time,
+	retractedAt *time.Time, supersedes *int64, source *string, schemaVersion int32) {
+	f.tenants, f.ids, f.subjects, f.attributes = append(f.tenants, k.Tenant), append(f.ids, id), append(f.subjects, k.Subject), append(f.attributes, k.Attribute)
+	f.values, f.validFrom, f.validTo = append(f.values, value), append(f.validFrom, validFrom), append(f.validTo, validTo)
+	f.recordedAt, f.retractedAt, f.supersedes = append(f.recordedAt, recordedAt), append(f.retractedAt, retractedAt), append(f.supersedes, supersedes)
+	f.sources, f.schemaVersions = append(f.sources, source), append(f.schemaVersions, schemaVersion)
+}
+
+func (f *factRows) args() []any {
+	return []any{f.tenants, f.ids, f.subjects, f.attributes, f.values, f.validFrom, f.validTo, f.recordedAt,
+		f.retractedAt, f.supersedes, f.sources, f.schemaVersions}
+}
+
+func openOr(t *time.Time) int64 {
+	if t == nil {
+		return temporal.Open
+	}
+	return sgam.Micros(*t)
+}
+
+// raise lifts v to at least x.
+func raise(v interface {
+	Load() int64
+	CompareAndSwap(old, new int64) bool
+}, x int64) {
+	for {
+		old := v.Load()
+		if x <= old || v.CompareAndSwap(old, x) {
+			return
+		}
+	}
+}
