@@ -266,4 +266,3 @@ func keyRows(ctx context.Context, tx pgx.Tx, keys []sgam.Key) (map[sgam.Key][]te
 	}
 	return out, rows.Err()
 }
-
