@@ -153,25 +153,3 @@ func (ins *Inserted) Sources() []string {
 	}
 	return append(out, ins.Corroborations...)
 }
-
-// Renumber replaces the ids of the rows this ledger inserted, for a store
-// that allocates ids only after planning: ids maps each planned id to its
-// final one. Ids of loaded rows are left alone.
-func (l *KeyLedger) Renumber(ids map[int64]int64) {
-	byID := make(map[int64]*Inserted, len(l.byID))
-	for _, ins := range l.Inserted {
-		if id, ok := ids[ins.ID]; ok {
-			ins.ID = id
-		}
-		if id, ok := ids[ins.Supersedes]; ok {
-			ins.Supersedes = id
-		}
-		byID[ins.ID] = ins
-	}
-	l.byID = byID
-	for i := range l.believed {
-		if id, ok := ids[l.believed[i].ID]; ok {
-			l.believed[i].ID = id
-		}
-	}
-}

@@ -20,7 +20,8 @@ func (a *app) benchCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the embedded store beside the reference recipe, in one run",
-		Long: `Measure the embedded SQLite store on the reference recipe's workload (fact i
+		Long: `Measure the embedded SQLite store (always a fresh one: --db is not used) on
+the reference recipe's workload (fact i
 sets subject i % 1000 from an instant later than every earlier fact, so each
 write after the first thousand closes the subject's open value), and run the
 reference recipe (../shared/bench/reference_recipe.py, one fact per

@@ -22,7 +22,8 @@ func (a *app) checkCommand() *cobra.Command {
   evidence_tenant  every evidence link is of the fact's own tenant
   foreign_key      every source and evidence link names an existing episode
   value            every value is valid JSON
-  integrity        the SQLite file itself is sound
+  integrity        the SQLite file itself is sound (SQLite only; on PostgreSQL the
+                   exclusion constraint and foreign keys guard the rest)
 
 Exit status 0 when clean, 1 with one line per violation otherwise.`,
 		Args: cobra.NoArgs,

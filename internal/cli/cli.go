@@ -120,7 +120,7 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.db, "db", envOr("SGAM_DB", "./sgam.db"), "database: a SQLite file path ($SGAM_DB)")
+	pf.StringVar(&a.db, "db", envOr("SGAM_DB", "./sgam.db"), "database: a SQLite file path or a postgres:// URL ($SGAM_DB)")
 	pf.StringVar(&a.tenant, "tenant", envOr("SGAM_TENANT", sgam.DefaultTenant), "tenant every command acts within ($SGAM_TENANT)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print JSON instead of text")
 

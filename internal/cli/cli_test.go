@@ -15,6 +15,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/internal/cli"
+	"github.com/sgam-dev/sgam/internal/pgtest"
 	"github.com/sgam-dev/sgam/store/sqlite"
 	"github.com/sgam-dev/sgam/store/storetest"
 )
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SGAM_CLI_CHILD") != "" {
 		os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 type result struct {

@@ -7,6 +7,8 @@
 package ledger
 
 import (
+	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -113,6 +115,18 @@ func (b *Batch) Inserted() bool {
 	return false
 }
 
+// NeedsReads reports whether Results will read rows back from the store
+// (repeats of stored rows, copies carrying stored evidence), so that a
+// driver can commit in the same round trip as the writes when it won't.
+func (b *Batch) NeedsReads() bool {
+	for i, o := range b.Ops {
+		if ins := b.keys[o.Key].ledger.Row(b.outcomes[i].RowID); ins == nil || ins.EvidenceOf != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Results returns the result of every operation after the outcome was
 // written. Rows whose sources are all known in memory are built directly;
 // read fetches the others (repeats of stored rows, copies that carry
@@ -193,41 +207,6 @@ func Row(f sgam.StoredFact) temporal.Row {
 		r.RetractedAt = sgam.Micros(*f.RetractedAt)
 	}
 	return r
-}
-
-// Renumber gives the rows Apply inserted their final ids, for a store that
-// planned with provisional ones: alloc returns n ids, increasing, and the
-// rows take them in the order they were inserted, key by key.
-func (b *Batch) Renumber(alloc func(n int) ([]int64, error)) error {
-	n := 0
-	for _, k := range b.Keys {
-		n += len(b.keys[k].ledger.Inserted)
-	}
-	if n == 0 {
-		return nil
-	}
-	ids, err := alloc(n)
-	if err != nil {
-		return err
-	}
-	if len(ids) != n {
-		return fmt.Errorf("allocated %d fact ids, want %d", len(ids), n)
-	}
-	mapping := make(map[int64]int64, n)
-	for _, k := range b.Keys {
-		for _, ins := range b.keys[k].ledger.Inserted {
-			mapping[ins.ID] = ids[len(mapping)]
-		}
-	}
-	for _, k := range b.Keys {
-		b.keys[k].ledger.Renumber(mapping)
-	}
-	for i := range b.outcomes {
-		if id, ok := mapping[b.outcomes[i].RowID]; ok {
-			b.outcomes[i].RowID = id
-		}
-	}
-	return nil
 }
 
 // EpisodeRef names an episode.
@@ -354,4 +333,31 @@ func PlanImport(st ImportStore, b sgam.ImportBatch) (ImportPlan, error) {
 		}
 	}
 	return p, nil
+}
+
+// IsPlaceholder reports whether e was created by a write that named it as
+// a source before it was captured; adding the episode fills it in.
+func IsPlaceholder(e sgam.Episode) bool {
+	return e.Kind == sgam.KindUnknown && e.Content == "" && e.Session == "" && e.Metadata == nil && e.IdempotencyKey == ""
+}
+
+// SameEpisode reports whether adding e repeats the stored have. occurred_at
+// counts only when the caller gave it: a retry that defaulted it to "now"
+// is still a repeat.
+func SameEpisode(have, e sgam.Episode, explicitTime bool) bool {
+	return have.Session == e.Session && have.Kind == e.Kind && have.Content == e.Content &&
+		bytes.Equal(have.Metadata, e.Metadata) && have.IdempotencyKey == e.IdempotencyKey &&
+		(!explicitTime || have.OccurredAt.Equal(e.OccurredAt)) && (e.ID == "" || have.ID == e.ID)
+}
+
+// NewEpisodeID returns a random episode id.
+func NewEpisodeID() string {
+	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+	var b [16]byte
+	rand.Read(b[:])
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = alphabet[c&31]
+	}
+	return "ep_" + string(out)
 }

@@ -1,15 +1,14 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
 )
 
 const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata::text, coalesce(idempotency_key, '')`
@@ -58,7 +57,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 		return e, err
 	}
 	if e.ID == "" && e.IdempotencyKey == "" {
-		e.ID = newEpisodeID()
+		e.ID = ledger.NewEpisodeID()
 	}
 	var out sgam.Episode
 	err = s.inTx(ctx, pgx.TxOptions{}, "add episode", func(tx pgx.Tx) error {
@@ -73,7 +72,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 				if in.ID == "" {
 					in.ID = have.ID
 				}
-				if !sameEpisode(have, in, explicitTime) {
+				if !ledger.SameEpisode(have, in, explicitTime) {
 					return sgam.Errorf(sgam.Conflict, "idempotency_key", "episode %s was already captured under idempotency key %q with different content", have.ID, in.IdempotencyKey)
 				}
 				out = have
@@ -82,7 +81,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 				return err
 			}
 			if in.ID == "" {
-				in.ID = newEpisodeID()
+				in.ID = ledger.NewEpisodeID()
 			}
 		}
 		have, err := scanEpisode(tx.QueryRow(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = $2 FOR UPDATE`, in.Tenant, in.ID))
@@ -103,7 +102,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 			return nil
 		case err != nil:
 			return err
-		case isPlaceholder(have):
+		case ledger.IsPlaceholder(have):
 			// A write named this episode before it was captured: fill it in,
 			// keeping when the store first heard of it.
 			in.RecordedAt = have.RecordedAt
@@ -112,7 +111,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 				nullString(string(in.Metadata)), nullString(in.IdempotencyKey))
 			out = in
 			return err
-		case sameEpisode(have, in, explicitTime):
+		case ledger.SameEpisode(have, in, explicitTime):
 			out = have
 			return nil
 		default:
@@ -133,16 +132,6 @@ func (s *Store) instant(ctx context.Context, tx pgx.Tx) (time.Time, error) {
 	us := max(sgam.Micros(now), s.txHigh.Load())
 	raise(&s.txHigh, us)
 	return sgam.FromMicros(us), nil
-}
-
-func isPlaceholder(e sgam.Episode) bool {
-	return e.Kind == sgam.KindUnknown && e.Content == "" && e.Session == "" && e.Metadata == nil && e.IdempotencyKey == ""
-}
-
-func sameEpisode(have, e sgam.Episode, explicitTime bool) bool {
-	return have.Session == e.Session && have.Kind == e.Kind && have.Content == e.Content &&
-		bytes.Equal(have.Metadata, e.Metadata) && have.IdempotencyKey == e.IdempotencyKey &&
-		(!explicitTime || have.OccurredAt.Equal(e.OccurredAt)) && (e.ID == "" || have.ID == e.ID)
 }
 
 func nullString(s string) *string {
@@ -200,16 +189,4 @@ func (s *Store) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episo
 	}
 	out, err := collectEpisodes(rows)
 	return out, mapErr("list episodes", err)
-}
-
-// newEpisodeID returns a random episode id.
-func newEpisodeID() string {
-	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-	var b [16]byte
-	rand.Read(b[:])
-	out := make([]byte, len(b))
-	for i, c := range b {
-		out[i] = alphabet[c&31]
-	}
-	return "ep_" + string(out)
 }

@@ -197,6 +197,42 @@ func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, what string, fn fu
 	}
 }
 
+// inConn runs fn on one connection with the same retries as inTx. fn sends
+// BEGIN and COMMIT itself, inside its batches, to spare round trips; if it
+// fails, the transaction is rolled back.
+func (s *Store) inConn(ctx context.Context, what string, fn func(*pgxpool.Conn) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.tryConn(ctx, fn)
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) || attempt >= s.retries || ctx.Err() != nil {
+			return mapErr(what, err)
+		}
+		s.retried.Add(1)
+		select {
+		case <-time.After(time.Duration(1<<attempt) * time.Millisecond):
+		case <-ctx.Done():
+			return mapErr(what, ctx.Err())
+		}
+	}
+}
+
+func (s *Store) tryConn(ctx context.Context, fn func(*pgxpool.Conn) error) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	if err := fn(c); err != nil {
+		// Harmless when the transaction already ended; a broken connection
+		// is dropped from the pool on release.
+		c.Exec(context.Background(), "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
 func (s *Store) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	tx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {

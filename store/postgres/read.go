@@ -56,8 +56,10 @@ func utc(t *time.Time) *time.Time {
 }
 
 // readFact reads one fact inside a transaction, with all its evidence.
-func readFact(ctx context.Context, tx pgx.Tx, tenant string, id int64) (sgam.Fact, error) {
-	return scanFact(tx.QueryRow(ctx, `SELECT `+factColumns("'infinity'")+` FROM facts f WHERE tenant_id = $1 AND fact_id = $2`, tenant, id))
+func readFact(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, tenant string, id int64) (sgam.Fact, error) {
+	return scanFact(q.QueryRow(ctx, `SELECT `+factColumns("'infinity'")+` FROM facts f WHERE tenant_id = $1 AND fact_id = $2`, tenant, id))
 }
 
 // instants returns the parameters of a read: the given instants, or nil

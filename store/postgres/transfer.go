@@ -182,7 +182,8 @@ func (is importStore) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.Store
 	rows, err := is.tx.Query(is.ctx, `SELECT `+factColumns("'infinity'")+`, f.source,
 		(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id),
 		(SELECT array_agg(e.recorded_at ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
-		FROM unnest($1::text[], $2::bigint[]) AS k(t, id) JOIN facts f ON f.tenant_id = k.t AND f.fact_id = k.id`, tenants, ids)
+		FROM unnest($1::text[], $2::bigint[]) AS k(t, id)
+		JOIN LATERAL (SELECT * FROM facts f WHERE f.tenant_id = k.t AND f.fact_id = k.id OFFSET 0) f ON true`, tenants, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func (is importStore) HasEpisodes(refs []ledger.EpisodeRef) (map[ledger.EpisodeR
 		tenants[i], ids[i] = r.Tenant, r.ID
 	}
 	rows, err := is.tx.Query(is.ctx, `SELECT e.tenant_id, e.episode_id FROM unnest($1::text[], $2::text[]) AS k(t, id)
-		JOIN episodes e ON e.tenant_id = k.t AND e.episode_id = k.id`, tenants, ids)
+		JOIN LATERAL (SELECT * FROM episodes e WHERE e.tenant_id = k.t AND e.episode_id = k.id OFFSET 0) e ON true`, tenants, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func keyRows(ctx context.Context, tx pgx.Tx, keys []sgam.Key) (map[sgam.Key][]te
 	}
 	rows, err := tx.Query(ctx, `SELECT f.tenant_id, f.subject, f.attribute, f.fact_id, f.valid_from, f.valid_to, f.recorded_at, f.retracted_at
 		FROM unnest($1::text[], $2::text[], $3::text[]) AS k(t, s, a)
-		JOIN facts f ON f.tenant_id = k.t AND f.subject = k.s AND f.attribute = k.a`, tenants, subjects, attributes)
+		JOIN LATERAL (SELECT * FROM facts f WHERE f.tenant_id = k.t AND f.subject = k.s AND f.attribute = k.a OFFSET 0) f ON true`, tenants, subjects, attributes)
 	if err != nil {
 		return nil, err
 	}

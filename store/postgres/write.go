@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/store/ledger"
@@ -58,19 +59,30 @@ func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.Wri
 // windowSQL loads, for each key (arrays of tenant, subject, attribute,
 // tmin, tmax), its believed rows from the one at or before tmin to the one
 // after tmax: the neighbours of every operation in [tmin, tmax].
+//
+// Each part is ordered and limited, so that every key is a few steps along
+// the facts_key index whatever the planner's statistics say: a plain join
+// is run as a scan of every believed row whenever the statistics lag behind
+// a fast-growing table.
 const windowSQL = `SELECT k.i, f.fact_id, f.value_text, f.valid_from, f.valid_to, f.recorded_at, f.source,
 		EXISTS (SELECT 1 FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[])
 		WITH ORDINALITY AS k(tenant, subject, attribute, tmin, tmax, i)
 	JOIN LATERAL (
-		SELECT * FROM facts f
-		WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.retracted_at IS NULL
-		  AND f.valid_from >= coalesce((SELECT p.valid_from FROM facts p
-		        WHERE p.tenant_id = k.tenant AND p.subject = k.subject AND p.attribute = k.attribute
-		          AND p.retracted_at IS NULL AND p.valid_from <= k.tmin ORDER BY p.valid_from DESC LIMIT 1), k.tmin)
-		  AND f.valid_from <= coalesce((SELECT n.valid_from FROM facts n
-		        WHERE n.tenant_id = k.tenant AND n.subject = k.subject AND n.attribute = k.attribute
-		          AND n.retracted_at IS NULL AND n.valid_from > k.tmax ORDER BY n.valid_from LIMIT 1), k.tmax)
+		(SELECT * FROM facts f
+		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
+		   AND f.retracted_at IS NULL AND f.valid_from <= k.tmin
+		 ORDER BY f.valid_from DESC LIMIT 1)
+		UNION ALL
+		(SELECT * FROM facts f
+		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
+		   AND f.retracted_at IS NULL AND f.valid_from > k.tmin AND f.valid_from <= k.tmax
+		 ORDER BY f.valid_from)
+		UNION ALL
+		(SELECT * FROM facts f
+		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
+		   AND f.retracted_at IS NULL AND f.valid_from > k.tmax
+		 ORDER BY f.valid_from LIMIT 1)
 	) f ON true`
 
 // write applies ops in order in one transaction at one transaction
@@ -85,27 +97,38 @@ func (s *Store) write(ctx context.Context, ops []ledger.Op, batch string) ([]sga
 	}
 	var results []sgam.WriteResult
 	var instant int64
-	err := s.inTx(ctx, pgx.TxOptions{}, "write", func(tx pgx.Tx) error {
+	// Two round trips: BEGIN, locks, clock, ids and the keys' rows; then the
+	// writes and COMMIT (a third when results must be read back first).
+	err := s.inConn(ctx, "write", func(c *pgxpool.Conn) error {
 		b := ledger.New(ops)
-		now, err := s.load(ctx, tx, tenant, b)
+		ids, now, err := s.load(ctx, c, tenant, b, 2*len(ops)) // an operation inserts at most two rows
 		if err != nil {
 			return err
 		}
-		provisional := int64(0)
-		if err := b.Apply(now, func() int64 { provisional--; return provisional }, batch); err != nil {
+		if err := b.Apply(now, func() int64 { id := ids[0]; ids = ids[1:]; return id }, batch); err != nil {
 			return err
 		}
-		if err := b.Renumber(func(n int) ([]int64, error) { return allocate(ctx, tx, n) }); err != nil {
-			return err
+		reads := b.NeedsReads()
+		bt := flushBatch(b, now)
+		if !reads {
+			bt.Queue("COMMIT")
 		}
-		if err := s.flush(ctx, tx, b, now); err != nil {
+		if err := c.SendBatch(ctx, bt).Close(); err != nil {
 			return err
 		}
 		results, err = b.Results(func(k sgam.Key, id int64) (sgam.Fact, error) {
-			return readFact(ctx, tx, k.Tenant, id)
+			return readFact(ctx, c, k.Tenant, id)
 		})
+		if err != nil {
+			return err
+		}
+		if reads {
+			if _, err := c.Exec(ctx, "COMMIT"); err != nil {
+				return err
+			}
+		}
 		instant = now
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -114,9 +137,10 @@ func (s *Store) write(ctx context.Context, ops []ledger.Op, batch string) ([]sga
 	return results, nil
 }
 
-// load takes the keys' advisory locks, reads the transaction instant and
-// loads each key's window of believed rows, in one round trip.
-func (s *Store) load(ctx context.Context, tx pgx.Tx, tenant string, b *ledger.Batch) (int64, error) {
+// load begins the transaction, takes the keys' advisory locks, reads the
+// transaction instant, draws nIDs fact ids and loads each key's window of
+// believed rows, in one round trip.
+func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *ledger.Batch, nIDs int) ([]int64, int64, error) {
 	n := len(b.Keys)
 	tenants, subjects, attributes := make([]string, n), make([]string, n), make([]string, n)
 	tmins, tmaxs := make([]time.Time, n), make([]time.Time, n)
@@ -125,21 +149,31 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, tenant string, b *ledger.Ba
 		tenants[i], subjects[i], attributes[i] = k.Tenant, k.Subject, k.Attribute
 		tmins[i], tmaxs[i] = sgam.FromMicros(tmin), sgam.FromMicros(tmax)
 	}
-	bt := newBatch(tenant)
+	bt := &pgx.Batch{}
+	bt.Queue("BEGIN")
+	bt.Queue(scopeSQL, tenant)
 	bt.Queue(lockSQL, keyLocks(b.Keys))
 	bt.Queue(`SELECT clock_timestamp()`)
+	bt.Queue(`SELECT nextval('fact_ids') FROM generate_series(1, $1) ORDER BY 1`, nIDs)
 	bt.Queue(windowSQL, tenants, subjects, attributes, tmins, tmaxs)
-	br := tx.SendBatch(ctx, bt)
+	br := c.SendBatch(ctx, bt)
 	defer br.Close()
-	if err := skipScope(br); err != nil {
-		return 0, err
-	}
-	if _, err := br.Exec(); err != nil {
-		return 0, err
+	for range 3 { // BEGIN, scope, locks
+		if _, err := br.Exec(); err != nil {
+			return nil, 0, err
+		}
 	}
 	var dbNow time.Time
 	if err := br.QueryRow().Scan(&dbNow); err != nil {
-		return 0, err
+		return nil, 0, err
+	}
+	idRows, err := br.Query()
+	if err != nil {
+		return nil, 0, err
+	}
+	ids, err := pgx.CollectRows(idRows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, 0, err
 	}
 	now := sgam.Micros(dbNow)
 	if s.clock != nil {
@@ -148,7 +182,7 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, tenant string, b *ledger.Ba
 	now = max(now, s.txHigh.Load())
 	rows, err := br.Query()
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	loaded := make([][]temporal.Row, n)
 	for rows.Next() {
@@ -159,7 +193,7 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, tenant string, b *ledger.Ba
 		var validTo *time.Time
 		if err := rows.Scan(&i, &r.ID, &value, &validFrom, &validTo, &recordedAt, &source, &r.Corroborated); err != nil {
 			rows.Close()
-			return 0, err
+			return nil, 0, err
 		}
 		if value != nil {
 			r.Value = []byte(*value)
@@ -175,28 +209,19 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, tenant string, b *ledger.Ba
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	for i, k := range b.Keys {
 		b.SetBelieved(k, loaded[i])
 	}
-	return now, nil
+	return ids, now, nil
 }
 
-// allocate draws n fact ids from the sequence, increasing.
-func allocate(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT nextval('fact_ids') FROM generate_series(1, $1) ORDER BY 1`, n)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
-}
-
-// flush writes the ledgers' outcome in one round trip. Order matters: links
-// to stored rows before they are copied; retractions before inserts, so
-// the exclusion constraint and the open-row index never see the old and the
-// new believed row at once.
-func (s *Store) flush(ctx context.Context, tx pgx.Tx, b *ledger.Batch, now int64) error {
+// flushBatch returns the statements that write the ledgers' outcome. Order
+// matters: links to stored rows before they are copied; retractions before
+// inserts, so the exclusion constraint never sees the old and the new
+// believed row at once.
+func flushBatch(b *ledger.Batch, now int64) *pgx.Batch {
 	at := sgam.FromMicros(now)
 	var phTenants, phIDs []string
 	seen := map[ledger.EpisodeRef]bool{}
@@ -208,8 +233,8 @@ func (s *Store) flush(ctx context.Context, tx pgx.Tx, b *ledger.Batch, now int64
 		}
 	}
 	var stored links
+	retract := map[string][]int64{} // by tenant: each UPDATE is a primary-key lookup
 	var retractTenants []string
-	var retractIDs []int64
 	var ins factRows
 	var copyTenants []string
 	var copyNew, copyOld []int64
@@ -220,7 +245,10 @@ func (s *Store) flush(ctx context.Context, tx pgx.Tx, b *ledger.Batch, now int64
 			stored.add(k.Tenant, e.RowID, e.Source, at)
 		}
 		for _, id := range l.RetractStored {
-			retractTenants, retractIDs = append(retractTenants, k.Tenant), append(retractIDs, id)
+			if retract[k.Tenant] == nil {
+				retractTenants = append(retractTenants, k.Tenant)
+			}
+			retract[k.Tenant] = append(retract[k.Tenant], id)
 		}
 		for _, r := range l.Inserted {
 			ins.add(k, r)
@@ -238,12 +266,17 @@ func (s *Store) flush(ctx context.Context, tx pgx.Tx, b *ledger.Batch, now int64
 	if len(stored.ids) > 0 {
 		bt.Queue(linksSQL, stored.tenants, stored.ids, stored.episodes, stored.at)
 	}
-	if len(retractIDs) > 0 {
-		bt.Queue(`UPDATE facts SET retracted_at = $1 FROM unnest($2::text[], $3::bigint[]) AS r(t, id)
-			WHERE facts.tenant_id = r.t AND facts.fact_id = r.id AND facts.retracted_at IS NULL`, at, retractTenants, retractIDs).Exec(
+	for _, tenant := range retractTenants {
+		ids := retract[tenant]
+		// "Still believed" is spelled so that the planner cannot match it to
+		// the exclusion constraint's partial GiST index, which it otherwise
+		// prefers to the primary key when its statistics lag, scanning every
+		// believed row of the tenant.
+		bt.Queue(`UPDATE facts SET retracted_at = $1 WHERE tenant_id = $2 AND fact_id = ANY($3)
+			AND coalesce(retracted_at, 'infinity') = 'infinity'`, at, tenant, ids).Exec(
 			func(ct pgconn.CommandTag) error {
-				if ct.RowsAffected() != int64(len(retractIDs)) {
-					return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("retract facts: %d of %d rows were still believed", ct.RowsAffected(), len(retractIDs))}
+				if ct.RowsAffected() != int64(len(ids)) {
+					return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("retract facts: %d of %d rows were still believed", ct.RowsAffected(), len(ids))}
 				}
 				return nil
 			})
@@ -255,12 +288,12 @@ func (s *Store) flush(ctx context.Context, tx pgx.Tx, b *ledger.Batch, now int64
 		bt.Queue(`INSERT INTO evidence (tenant_id, fact_id, episode_id, recorded_at)
 			SELECT e.tenant_id, m.new, e.episode_id, e.recorded_at
 			FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS m(t, new, old)
-			JOIN evidence e ON e.tenant_id = m.t AND e.fact_id = m.old`, copyTenants, copyNew, copyOld)
+			JOIN LATERAL (SELECT * FROM evidence e WHERE e.tenant_id = m.t AND e.fact_id = m.old OFFSET 0) e ON true`, copyTenants, copyNew, copyOld)
 	}
 	if len(added.ids) > 0 {
 		bt.Queue(linksSQL, added.tenants, added.ids, added.episodes, added.at)
 	}
-	return tx.SendBatch(ctx, bt).Close()
+	return bt
 }
 
 const linksSQL = `INSERT INTO evidence (tenant_id, fact_id, episode_id, recorded_at)

@@ -1,11 +1,11 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
 )
 
 const episodeColumns = `tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, '')`
@@ -46,7 +46,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 			if e.ID == "" {
 				e.ID = have.ID
 			}
-			if !sameEpisode(have, e, explicitTime) {
+			if !ledger.SameEpisode(have, e, explicitTime) {
 				return e, sgam.Errorf(sgam.Conflict, "idempotency_key", "episode %s was already captured under idempotency key %q with different content", have.ID, e.IdempotencyKey)
 			}
 			return have, nil
@@ -55,7 +55,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 		}
 	}
 	if e.ID == "" {
-		e.ID = newEpisodeID()
+		e.ID = ledger.NewEpisodeID()
 	}
 	have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, e.Tenant, e.ID))
 	switch {
@@ -72,7 +72,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 		}
 	case err != nil:
 		return e, mapErr("add episode", err)
-	case isPlaceholder(have):
+	case ledger.IsPlaceholder(have):
 		// A write named this episode before it was captured: fill it in,
 		// keeping when the store first heard of it.
 		e.RecordedAt = have.RecordedAt
@@ -81,7 +81,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 			nullString(string(e.Metadata)), nullString(e.IdempotencyKey), e.Tenant, e.ID); err != nil {
 			return e, mapErr("add episode", err)
 		}
-	case sameEpisode(have, e, explicitTime):
+	case ledger.SameEpisode(have, e, explicitTime):
 		return have, nil
 	default:
 		return e, sgam.Errorf(sgam.Conflict, "episode_id", "episode %s already exists with different content", e.ID)
@@ -90,20 +90,6 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 		return e, err
 	}
 	return e, nil
-}
-
-// isPlaceholder reports whether e was created by a write that named it as a
-// source before it was captured.
-func isPlaceholder(e sgam.Episode) bool {
-	return e.Kind == sgam.KindUnknown && e.Content == "" && e.Session == "" && e.Metadata == nil && e.IdempotencyKey == ""
-}
-
-// sameEpisode reports whether e repeats have. occurred_at counts only when
-// the caller gave it: a retry that defaulted it to "now" is still a repeat.
-func sameEpisode(have, e sgam.Episode, explicitTime bool) bool {
-	return have.Session == e.Session && have.Kind == e.Kind && have.Content == e.Content &&
-		bytes.Equal(have.Metadata, e.Metadata) && have.IdempotencyKey == e.IdempotencyKey &&
-		(!explicitTime || have.OccurredAt.Equal(e.OccurredAt)) && (e.ID == "" || have.ID == e.ID)
 }
 
 func nullString(s string) any {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"embed"
 	"errors"
@@ -352,18 +351,6 @@ func mapErr(what string, err error) error {
 		}
 	}
 	return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
-}
-
-// newEpisodeID returns a random episode id.
-func newEpisodeID() string {
-	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-	var b [16]byte
-	rand.Read(b[:])
-	out := make([]byte, len(b))
-	for i, c := range b {
-		out[i] = alphabet[c&31]
-	}
-	return "ep_" + string(out)
 }
 
 func timeOrNil(us sql.NullInt64) *time.Time {

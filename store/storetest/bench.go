@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +42,31 @@ func Benchmark(b *testing.B, newStore Factory) {
 			next++
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "facts/s")
+	})
+	b.Run(fmt.Sprintf("AssertOne16Writers/facts=%d", n), func(b *testing.B) {
+		// 16 writers at once, each on keys of its own, one fact per
+		// transaction: what a store does for many agents writing at once.
+		const writers = 16
+		var wg sync.WaitGroup
+		var done atomic.Int64
+		start := time.Now()
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; done.Add(1) <= int64(b.N); i++ {
+					a := workload.Fact(next + i)
+					a.Key.Subject = fmt.Sprintf("w%d-%d", w, i%100)
+					if _, err := store.Assert(ctx, a); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		next += b.N
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "facts/s")
 	})
 	b.Run(fmt.Sprintf("AssertMany1000/facts=%d", n), func(b *testing.B) {
 		for b.Loop() {

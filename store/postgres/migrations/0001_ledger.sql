@@ -49,8 +49,8 @@ CREATE TABLE facts (
     EXCLUDE USING gist (tenant_id WITH =, subject WITH =, attribute WITH =, tstzrange(valid_from, valid_to) WITH &&)
         WHERE (retracted_at IS NULL)
 );
--- At most one open believed row per key.
-CREATE UNIQUE INDEX facts_open ON facts (tenant_id, subject, attribute) WHERE retracted_at IS NULL AND valid_to IS NULL;
+-- (At most one open believed row per key follows from the exclusion
+-- constraint: two open windows always overlap.)
 -- Every row of a key: the write path's neighbours, reads at any instant, history.
 CREATE INDEX facts_key ON facts (tenant_id, subject, attribute, valid_from);
 -- Facts by source episode (forget by episode, and the foreign key's checks).
