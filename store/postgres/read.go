@@ -86,10 +86,22 @@ func (s *Store) instants(at sgam.At) (asOf, knownAt *time.Time, err error) {
 	return asOf, knownAt, nil
 }
 
-// nowCTE names the instants of a read p.v and p.k: parameters $v and $k,
-// or the database's clock where they are NULL.
-func nowCTE(v, k int) string {
-	return fmt.Sprintf(`WITH p AS (SELECT coalesce($%d::timestamptz, clock_timestamp()) AS v, coalesce($%d::timestamptz, clock_timestamp()) AS k) `, v, k)
+// readInstants spells the two instants of a read for a query whose next
+// free parameter is $n: a parameter where an instant is given, or
+// statement_timestamp() for the database's now. Every combination is its
+// own statement: an expression like coalesce($4, now()) would not serve as
+// an index bound in a generic plan, and a read at a past as_of would then
+// filter every row of the key.
+func readInstants(v, k *time.Time, n int) (asOf, knownAt string, args []any) {
+	asOf, knownAt = "statement_timestamp()", "statement_timestamp()"
+	if v != nil {
+		asOf, args = fmt.Sprintf("$%d::timestamptz", n), append(args, *v)
+		n++
+	}
+	if k != nil {
+		knownAt, args = fmt.Sprintf("$%d::timestamptz", n), append(args, *k)
+	}
+	return asOf, knownAt, args
 }
 
 // Get implements sgam.Store.
@@ -103,10 +115,11 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	}
 	// One round trip: the scope and the query run in one implicit transaction.
 	bt := newBatch(key.Tenant)
-	bt.Queue(nowCTE(4, 5)+`SELECT `+factColumns("p.k")+`, p.v FROM p, facts f
-		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND valid_from <= p.v
-		  AND recorded_at <= p.k AND (retracted_at IS NULL OR retracted_at > p.k)
-		ORDER BY valid_from DESC LIMIT 1`, key.Tenant, key.Subject, key.Attribute, v, k)
+	asOfSQL, knownSQL, times := readInstants(v, k, 4)
+	bt.Queue(`SELECT `+factColumns(knownSQL)+`, `+asOfSQL+` FROM facts f
+		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND valid_from <= `+asOfSQL+`
+		  AND recorded_at <= `+knownSQL+` AND (retracted_at IS NULL OR retracted_at > `+knownSQL+`)
+		ORDER BY valid_from DESC LIMIT 1`, append([]any{key.Tenant, key.Subject, key.Attribute}, times...)...)
 	br := s.pool.SendBatch(ctx, bt)
 	defer br.Close()
 	if err := skipScope(br); err != nil {
@@ -140,10 +153,11 @@ func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) (
 	if err != nil {
 		return nil, err
 	}
-	return s.queryFacts(ctx, tenant, "state of "+subject, nowCTE(3, 4)+`SELECT `+factColumns("p.k")+` FROM p, facts f
-		WHERE tenant_id = $1 AND subject = $2 AND valid_from <= p.v AND (valid_to IS NULL OR valid_to > p.v)
-		  AND recorded_at <= p.k AND (retracted_at IS NULL OR retracted_at > p.k) AND value_text IS NOT NULL
-		ORDER BY attribute`, tenant, subject, v, k)
+	asOfSQL, knownSQL, times := readInstants(v, k, 3)
+	return s.queryFacts(ctx, tenant, "state of "+subject, `SELECT `+factColumns(knownSQL)+` FROM facts f
+		WHERE tenant_id = $1 AND subject = $2 AND valid_from <= `+asOfSQL+` AND (valid_to IS NULL OR valid_to > `+asOfSQL+`)
+		  AND recorded_at <= `+knownSQL+` AND (retracted_at IS NULL OR retracted_at > `+knownSQL+`) AND value_text IS NOT NULL
+		ORDER BY attribute`, append([]any{tenant, subject}, times...)...)
 }
 
 // History implements sgam.Store.

@@ -63,7 +63,9 @@ func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.Wri
 // Each part is ordered and limited, so that every key is a few steps along
 // the facts_key index whatever the planner's statistics say: a plain join
 // is run as a scan of every believed row whenever the statistics lag behind
-// a fast-growing table.
+// a fast-growing table. "Believed" is spelled so that the planner cannot
+// pick the exclusion constraint's partial GiST index instead, which holds
+// the same rows but cannot return them in order.
 const windowSQL = `SELECT k.i, f.fact_id, f.value_text, f.valid_from, f.valid_to, f.recorded_at, f.source,
 		EXISTS (SELECT 1 FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[])
@@ -71,17 +73,17 @@ const windowSQL = `SELECT k.i, f.fact_id, f.value_text, f.valid_from, f.valid_to
 	JOIN LATERAL (
 		(SELECT * FROM facts f
 		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
-		   AND f.retracted_at IS NULL AND f.valid_from <= k.tmin
+		   AND coalesce(f.retracted_at, 'infinity') = 'infinity' AND f.valid_from <= k.tmin
 		 ORDER BY f.valid_from DESC LIMIT 1)
 		UNION ALL
 		(SELECT * FROM facts f
 		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
-		   AND f.retracted_at IS NULL AND f.valid_from > k.tmin AND f.valid_from <= k.tmax
+		   AND coalesce(f.retracted_at, 'infinity') = 'infinity' AND f.valid_from > k.tmin AND f.valid_from <= k.tmax
 		 ORDER BY f.valid_from)
 		UNION ALL
 		(SELECT * FROM facts f
 		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
-		   AND f.retracted_at IS NULL AND f.valid_from > k.tmax
+		   AND coalesce(f.retracted_at, 'infinity') = 'infinity' AND f.valid_from > k.tmax
 		 ORDER BY f.valid_from LIMIT 1)
 	) f ON true`
 
