@@ -146,6 +146,9 @@ func CanonicalValue(field string, raw []byte, max int) (json.RawMessage, error) 
 	if v == nil {
 		return nil, Errorf(Invalid, field, "null is not a value; retract the attribute to record that it has no value")
 	}
+	if hasNUL(v) {
+		return nil, Errorf(Invalid, field, `contains the character U+0000 ("\u0000"), which no store keeps`)
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -157,6 +160,29 @@ func CanonicalValue(field string, raw []byte, max int) (json.RawMessage, error) 
 		return nil, Errorf(Invalid, field, "is %d bytes in canonical form; the limit is %d", len(out), max)
 	}
 	return json.RawMessage(out), nil
+}
+
+// hasNUL reports whether a decoded JSON value holds U+0000 in a string or
+// an object key. Text columns cannot store it (PostgreSQL refuses it), so
+// no store accepts it.
+func hasNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.IndexByte(v, 0) >= 0
+	case []any:
+		for _, x := range v {
+			if hasNUL(x) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, x := range v {
+			if strings.IndexByte(k, 0) >= 0 || hasNUL(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // simpleString reports whether raw is a JSON string of printable ASCII with
@@ -246,6 +272,9 @@ func (l Limits) CheckEpisode(e Episode, now time.Time) (Episode, error) {
 	}
 	if !utf8.ValidString(e.Content) {
 		return e, Errorf(Invalid, "content", "is not valid UTF-8")
+	}
+	if strings.IndexByte(e.Content, 0) >= 0 {
+		return e, Errorf(Invalid, "content", "contains the character U+0000, which no store keeps")
 	}
 	if e.OccurredAt.IsZero() {
 		e.OccurredAt = now

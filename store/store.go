@@ -30,7 +30,7 @@ type Options struct {
 // (created if missing, unless MustExist) for the embedded SQLite store.
 func Open(ctx context.Context, dsn string, opts Options) (sgam.Store, error) {
 	if IsPostgres(dsn) {
-		return postgres.Open(ctx, dsn, postgres.Options{Clock: opts.Clock, Limits: opts.Limits})
+		return postgres.Open(ctx, dsn, postgres.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist})
 	}
 	return sqlite.Open(ctx, dsn, sqlite.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist})
 }

@@ -126,6 +126,7 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 
 	root.AddCommand(
 		a.demoCommand(),
+		a.initCommand(),
 		a.assertCommand(), a.retractCommand(),
 		a.getCommand(), a.stateCommand(), a.historyCommand(), a.traceCommand(),
 		a.episodeCommand(),

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +12,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/internal/cli"
 	"github.com/sgam-dev/sgam/internal/pgtest"
 	"github.com/sgam-dev/sgam/store"
 	"github.com/sgam-dev/sgam/store/sqlite"
@@ -125,4 +128,65 @@ func TestConcurrentImportsIntoPostgres(t *testing.T) {
 	r = sgamRun(t, "", "--db", pg, "check")
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	storetest.RequireSameDump(t, want, dumpOf(t, pg))
+}
+
+// TestPostgresRoles: an owner role creates the schema once with sgam init;
+// the role the servers use then needs only rights on the rows; a read-only
+// command on a schema without sgam tables finds no database rather than
+// creating one.
+func TestPostgresRoles(t *testing.T) {
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pgtest.Admin(t))
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	suffix := fmt.Sprintf("%d", os.Getpid())
+	owner, app, schema := "owner_"+suffix, "app_"+suffix, "roles_"+suffix
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'pw' NOSUPERUSER NOBYPASSRLS`, owner),
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'pw' NOSUPERUSER NOBYPASSRLS`, app),
+		fmt.Sprintf(`CREATE SCHEMA %s AUTHORIZATION %s`, schema, owner),
+	} {
+		_, err := admin.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(context.Background(), pgtest.Admin(t))
+		if err != nil {
+			return
+		}
+		defer admin.Close(context.Background())
+		admin.Exec(context.Background(), fmt.Sprintf(`DROP SCHEMA %s CASCADE`, schema))
+		admin.Exec(context.Background(), fmt.Sprintf(`DROP OWNED BY %s, %s; DROP ROLE %s; DROP ROLE %s`, owner, app, owner, app))
+	})
+	as := func(role string) string {
+		u, err := url.Parse(pgtest.Admin(t))
+		require.NoError(t, err)
+		u.User = url.UserPassword(role, "pw")
+		q := u.Query()
+		q.Set("search_path", schema+",public")
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+
+	r := sgamRun(t, "", "--db", as(app), "get", "mira", "city")
+	require.Equal(t, cli.ExitFailure, r.code)
+	require.Contains(t, r.stderr, "no sgam database", "a read does not create one")
+
+	r = sgamRun(t, "", "--db", as(owner), "init")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, q := range []string{
+		fmt.Sprintf(`GRANT USAGE ON SCHEMA %s TO %s`, schema, app),
+		fmt.Sprintf(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %s TO %s`, schema, app),
+		fmt.Sprintf(`GRANT USAGE, SELECT, UPDATE ON SEQUENCE %s.fact_ids TO %s`, schema, app),
+	} {
+		_, err := admin.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	r = sgamRun(t, "", "--db", as(app), "assert", "mira", "city", `"Oslo"`, "--source", "e1")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = sgamRun(t, "", "--db", as(app), "get", "mira", "city")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"Oslo"`)
+	r = sgamRun(t, "", "--db", as(app), "check")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 }

@@ -13,7 +13,6 @@
 package pgtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -23,8 +22,10 @@ import (
 	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func URL(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("PostgreSQL is required in CI: %v", startErr)
 		}
-		t.Skipf("\n*** SKIPPING: no PostgreSQL for this test: %v\n*** Set SGAM_TEST_POSTGRES=postgres://... or install PostgreSQL (initdb, pg_ctl).", startErr)
+		t.Skipf("\n*** SKIPPING: no PostgreSQL for this test: %v\n*** Set SGAM_TEST_POSTGRES=postgres://... or install PostgreSQL (initdb, postgres).", startErr)
 	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, admin)
@@ -137,11 +138,13 @@ func redact(u string) string {
 	return p.Redacted()
 }
 
-// throwaway is a server in a temporary folder.
+// throwaway is a server in a temporary folder, a child of the test process
+// that dies with it: a test binary killed by -timeout leaves no server.
 type throwaway struct {
-	dir, pgCtl string
-	asUser     []string // prefix to run commands as the postgres user, when root
-	url        string
+	dir  string
+	cred *syscall.Credential // the postgres user's, when running as root
+	cmd  *exec.Cmd
+	url  string
 }
 
 func startThrowaway() (*throwaway, error) {
@@ -153,59 +156,92 @@ func startThrowaway() (*throwaway, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &throwaway{dir: dir, pgCtl: filepath.Join(bin, "pg_ctl")}
-	// initdb refuses to run as root: run the server as the postgres user.
+	s := &throwaway{dir: dir}
+	// initdb and postgres refuse to run as root: run them as postgres.
 	if os.Geteuid() == 0 {
 		pg, err := user.Lookup("postgres")
 		if err != nil {
+			os.RemoveAll(dir)
 			return nil, fmt.Errorf("running as root and there is no postgres user to run the server as")
 		}
-		if out, err := exec.Command("chown", pg.Uid+":"+pg.Gid, dir).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("chown %s: %v: %s", dir, err, out)
+		uid, _ := strconv.Atoi(pg.Uid)
+		gid, _ := strconv.Atoi(pg.Gid)
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
 		}
-		s.asUser = []string{"runuser", "-u", "postgres", "--"}
 	}
 	data := filepath.Join(dir, "data")
-	if out, err := s.run(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
+	initdb := s.command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, out)
 	}
 	port, err := freePort()
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=256MB", port, dir)
-	if out, err := s.run(s.pgCtl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+	log, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_ctl start: %v: %s\n%s", err, out, log)
+		return nil, err
 	}
+	s.cmd = s.command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "shared_buffers=64MB")
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	s.cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := s.cmd.Start(); err != nil {
+		log.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start postgres: %v", err)
+	}
+	log.Close()
 	s.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	return s, nil
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		conn, err := pgx.Connect(context.Background(), s.url)
+		if err == nil {
+			conn.Close(context.Background())
+			return s, nil
+		}
+		if time.Now().After(deadline) || s.cmd.ProcessState != nil {
+			out, _ := os.ReadFile(filepath.Join(dir, "log"))
+			s.stop()
+			return nil, fmt.Errorf("postgres did not start: %v\n%s", err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
-func (s *throwaway) run(name string, args ...string) ([]byte, error) {
+// command runs name as the postgres user when the test runs as root.
+func (s *throwaway) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
-	if len(s.asUser) > 0 {
-		cmd = exec.Command(s.asUser[0], append(append(s.asUser[1:], name), args...)...)
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Dir = s.dir
-	err := cmd.Run()
-	return out.Bytes(), err
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	return cmd
 }
 
 func (s *throwaway) stop() {
-	s.run(s.pgCtl, "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "stop")
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown: the data is thrown away
+		done := make(chan struct{})
+		go func() { s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+		}
+	}
 	os.RemoveAll(s.dir)
 }
 
-// findBin returns the folder of initdb and pg_ctl: on PATH, or the newest
-// under /usr/lib/postgresql (Debian), or /usr/local/pgsql/bin.
+// findBin returns the folder of initdb and postgres: on PATH, or the
+// newest under /usr/lib/postgresql (Debian), or /usr/local/pgsql/bin.
 func findBin() (string, error) {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		if _, err := exec.LookPath("initdb"); err == nil {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "postgres")); err == nil {
 			return filepath.Dir(p), nil
 		}
 	}
@@ -217,7 +253,7 @@ func findBin() (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("no initdb and pg_ctl on PATH or under /usr/lib/postgresql")
+	return "", fmt.Errorf("no initdb and postgres on PATH or under /usr/lib/postgresql")
 }
 
 // version is the major version in /usr/lib/postgresql/<version>/bin.

@@ -7,11 +7,10 @@
 // crosses tenants, so a tenant-distributed PostgreSQL (Citus) can shard it
 // by tenant_id without a schema change (docs/scaling.md). The database
 // guards the invariants itself: an exclusion constraint keeps the believed
-// rows of a key from overlapping in valid time, a partial unique index
-// allows one open believed row per key, CHECK constraints keep both windows
-// well formed, foreign keys tie every source and evidence link to an
-// episode, and row-level security, forced on every table, limits each
-// transaction to the tenant it set in sgam.tenant.
+// rows of a key from overlapping in valid time (so at most one is open),
+// CHECK constraints keep both windows well formed, foreign keys tie every
+// source and evidence link to an episode, and row-level security, forced on
+// every table, limits each transaction to the tenant it set in sgam.tenant.
 //
 // Writes to a key serialize on a transaction-scoped advisory lock on a hash
 // of the key, taken in hash order so concurrent batches cannot deadlock;

@@ -11,7 +11,7 @@ import (
 	"github.com/sgam-dev/sgam/store/ledger"
 )
 
-const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata::text, coalesce(idempotency_key, '')`
+const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, '')`
 
 func scanEpisode(row pgx.Row) (sgam.Episode, error) {
 	var e sgam.Episode
@@ -21,13 +21,7 @@ func scanEpisode(row pgx.Row) (sgam.Episode, error) {
 	}
 	e.OccurredAt, e.RecordedAt = e.OccurredAt.UTC(), e.RecordedAt.UTC()
 	if metadata != nil {
-		// jsonb rewrites whitespace and key order; bring it back to the
-		// canonical form every store returns.
-		m, err := sgam.CanonicalValue("metadata", []byte(*metadata), 1<<30)
-		if err != nil {
-			return e, err
-		}
-		e.Metadata = m
+		e.Metadata = []byte(*metadata)
 	}
 	return e, nil
 }
@@ -84,7 +78,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 				in.ID = ledger.NewEpisodeID()
 			}
 		}
-		have, err := scanEpisode(tx.QueryRow(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = $2 FOR UPDATE`, in.Tenant, in.ID))
+		have, err := scanEpisode(tx.QueryRow(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = $2 FOR NO KEY UPDATE`, in.Tenant, in.ID))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			recorded, err := s.instant(ctx, tx)
@@ -93,7 +87,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 			}
 			in.RecordedAt = recorded
 			_, err = tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9)`, in.Tenant, in.ID, in.Session, in.Kind, in.Content, in.OccurredAt,
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, in.Tenant, in.ID, in.Session, in.Kind, in.Content, in.OccurredAt,
 				in.RecordedAt, nullString(string(in.Metadata)), nullString(in.IdempotencyKey))
 			if err != nil {
 				return err
@@ -106,7 +100,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 			// A write named this episode before it was captured: fill it in,
 			// keeping when the store first heard of it.
 			in.RecordedAt = have.RecordedAt
-			_, err = tx.Exec(ctx, `UPDATE episodes SET session = $3, kind = $4, content = $5, occurred_at = $6, metadata = $7::jsonb, idempotency_key = $8
+			_, err = tx.Exec(ctx, `UPDATE episodes SET session = $3, kind = $4, content = $5, occurred_at = $6, metadata = $7, idempotency_key = $8
 				WHERE tenant_id = $1 AND episode_id = $2`, in.Tenant, in.ID, in.Session, in.Kind, in.Content, in.OccurredAt,
 				nullString(string(in.Metadata)), nullString(in.IdempotencyKey))
 			out = in
@@ -124,12 +118,14 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 // instant is the transaction time of a write that loads no fact rows.
 func (s *Store) instant(ctx context.Context, tx pgx.Tx) (time.Time, error) {
 	var now time.Time
-	if s.clock != nil {
-		now = s.clock.Now()
-	} else if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+	var floor int64
+	if err := tx.QueryRow(ctx, `SELECT clock_timestamp(), (SELECT value FROM sgam_meta WHERE key = 'tx_floor')`).Scan(&now, &floor); err != nil {
 		return now, err
 	}
-	us := max(sgam.Micros(now), s.txHigh.Load())
+	if s.clock != nil {
+		now = s.clock.Now()
+	}
+	us := max(sgam.Micros(now), s.txHigh.Load(), floor)
 	raise(&s.txHigh, us)
 	return sgam.FromMicros(us), nil
 }

@@ -33,6 +33,10 @@ type Options struct {
 	MaxConns int32
 	// Retries bounds the transparent retries of one operation; default 5.
 	Retries int
+	// MustExist opens an existing sgam database without migrating it (read
+	// access suffices, so a hot standby serves): NotFound if there is none,
+	// Unavailable if its schema is not the one this sgam writes.
+	MustExist bool
 }
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
@@ -70,11 +74,57 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, unavailable("connect", err)
 	}
 	s := &Store{pool: pool, clock: opts.Clock, limits: opts.Limits.WithDefaults(), retries: opts.Retries}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.checkRole(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if opts.MustExist {
+		err = s.checkSchema(ctx)
+	} else {
+		err = s.migrate(ctx)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkRole refuses a role that row-level security does not apply to: a
+// superuser or a BYPASSRLS role would see every tenant's rows through a
+// query that forgot its tenant filter, silently.
+func (s *Store) checkRole(ctx context.Context) error {
+	var role string
+	var bypasses bool
+	err := s.pool.QueryRow(ctx, `SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user`).Scan(&role, &bypasses)
+	if err != nil {
+		return unavailable("connect", err)
+	}
+	if bypasses {
+		return sgam.Errorf(sgam.Invalid, "db", "role %s is a superuser or bypasses row-level security, so tenant isolation would rest on query filters alone: connect as a role without SUPERUSER and BYPASSRLS (docs/scaling.md)", role)
+	}
+	return nil
+}
+
+// checkSchema verifies that the database holds this sgam's schema.
+func (s *Store) checkSchema(ctx context.Context) error {
+	var version int
+	err := s.pool.QueryRow(ctx, `SELECT version FROM sgam_schema`).Scan(&version)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42P01" || errors.Is(err, pgx.ErrNoRows) {
+			return sgam.Errorf(sgam.NotFound, "db", "there is no sgam database there (or not on this search_path)")
+		}
+		return unavailable("open", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	if version != len(names) {
+		return sgam.Errorf(sgam.Unavailable, "db", "the database has schema version %d and this sgam writes %d: run a command that writes, or upgrade sgam", version, len(names))
+	}
+	return nil
 }
 
 // Close closes the pool.
@@ -102,18 +152,30 @@ func (s *Store) Now() time.Time {
 	return t
 }
 
-const migrationLock = 0x7367616d // "sgam"
+// Advisory locks of the store's own (migrating; moving the id sequence)
+// use the two-int4 key space, which PostgreSQL keeps apart from the bigint
+// space of the per-key locks.
+const (
+	lockClass     = 0x7367616d // "sgam"
+	migrationLock = 1
+	sequenceLock  = 2
+)
 
 func (s *Store) migrate(ctx context.Context) error {
+	// An up-to-date database needs no DDL, so a role that may only read and
+	// write the tables (not create them) can open it.
+	if s.checkSchema(ctx) == nil {
+		return nil
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return unavailable("migrate", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, lockClass, migrationLock); err != nil {
 		return unavailable("migrate", err)
 	}
-	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, migrationLock)
+	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1, $2)`, lockClass, migrationLock)
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS sgam_schema (version integer NOT NULL)`); err != nil {
 		return unavailable("migrate", err)
 	}
@@ -227,7 +289,9 @@ func (s *Store) tryConn(ctx context.Context, fn func(*pgxpool.Conn) error) error
 	if err := fn(c); err != nil {
 		// Harmless when the transaction already ended; a broken connection
 		// is dropped from the pool on release.
-		c.Exec(context.Background(), "ROLLBACK")
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c.Exec(rctx, "ROLLBACK")
+		cancel()
 		return err
 	}
 	return nil
@@ -276,15 +340,26 @@ func mapErr(what string, err error) error {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
+		code := sgam.Internal
 		switch {
 		case pe.Code == "40001" || pe.Code == "40P01":
 			return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: retries exhausted: %s", what, pe.Message), Err: err}
-		case pe.Code[:2] == "23":
-			return &sgam.Error{Code: sgam.Conflict, Message: fmt.Sprintf("%s: %s (%s)", what, pe.Message, pe.ConstraintName), Err: err}
+		case pe.Code == "2200H": // the fact id sequence is exhausted
+			code = sgam.Unavailable
+		case pe.Code == "23505" || pe.Code == "23503":
+			code = sgam.Conflict // a row that exists, or one that does not: the state, not the input
+		case pe.Code == "23P01" || pe.Code == "23514":
+			code = sgam.Internal // an invariant the code should have kept
+		case pe.Code[:2] == "22":
+			code = sgam.Invalid // data PostgreSQL cannot hold
 		case pe.Code[:2] == "08" || pe.Code[:2] == "57" || pe.Code[:2] == "53":
-			return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %s", what, pe.Message), Err: err}
+			code = sgam.Unavailable
 		}
-		return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("%s: %s", what, pe.Message), Err: err}
+		msg := fmt.Sprintf("%s: %s", what, pe.Message)
+		if pe.ConstraintName != "" {
+			msg += " (" + pe.ConstraintName + ")"
+		}
+		return &sgam.Error{Code: code, Message: msg, Err: err}
 	}
 	if pgconn.Timeout(err) || isConnErr(err) {
 		return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}

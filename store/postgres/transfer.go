@@ -29,12 +29,13 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 	}
 	for rows.Next() {
 		e, err := scanEpisode(rows)
-		if err == nil {
-			err = episode(e)
-		}
 		if err != nil {
 			rows.Close()
 			return mapErr("export episodes", err)
+		}
+		if err := episode(e); err != nil {
+			rows.Close()
+			return err
 		}
 	}
 	rows.Close()
@@ -110,7 +111,7 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
 				if _, err := tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, e.OccurredAt,
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, e.OccurredAt,
 					e.RecordedAt, nullString(string(e.Metadata)), nullString(e.IdempotencyKey)); err != nil {
 					return err
 				}
@@ -150,14 +151,16 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 			return nil
 		}
 		bt := &pgx.Batch{}
+		// New ids continue above imported ones: move the sequence first, only
+		// ever forward (the lock keeps two imports from racing on it).
+		bt.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockClass, sequenceLock)
+		bt.Queue(`SELECT setval('fact_ids', $1) FROM fact_ids WHERE last_value < $1`, maxID)
 		bt.Queue(insertFactsSQL, rows.args()...)
 		if len(ev.ids) > 0 {
 			bt.Queue(linksSQL, ev.tenants, ev.ids, ev.episodes, ev.at)
 		}
-		// New ids continue above imported ones. The lock keeps concurrent
-		// imports from moving the sequence back.
-		bt.Queue(`SELECT pg_advisory_xact_lock($1)`, migrationLock+1)
-		bt.Queue(`SELECT setval('fact_ids', greatest(last_value, $1)) FROM fact_ids`, maxID)
+		// Writes after the import happen after its transaction times.
+		bt.Queue(`UPDATE sgam_meta SET value = greatest(value, $1) WHERE key = 'tx_floor'`, sgam.Micros(b.LatestInstant()))
 		return tx.SendBatch(ctx, bt).Close()
 	})
 	if err != nil {
@@ -175,15 +178,15 @@ type importStore struct {
 }
 
 func (is importStore) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.StoredFact, error) {
-	tenants, ids := make([]string, len(facts)), make([]int64, len(facts))
+	ids := make([]int64, len(facts))
 	for i, f := range facts {
-		tenants[i], ids[i] = f.Tenant, f.ID
+		ids[i] = f.ID
 	}
 	rows, err := is.tx.Query(is.ctx, `SELECT `+factColumns("'infinity'")+`, f.source,
 		(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id),
 		(SELECT array_agg(e.recorded_at ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
-		FROM unnest($1::text[], $2::bigint[]) AS k(t, id)
-		JOIN LATERAL (SELECT * FROM facts f WHERE f.tenant_id = k.t AND f.fact_id = k.id OFFSET 0) f ON true`, tenants, ids)
+		FROM unnest($1::bigint[]) AS k(id)
+		JOIN LATERAL (SELECT * FROM facts f WHERE f.fact_id = k.id OFFSET 0) f ON true`, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -235,10 +238,17 @@ func (is importStore) KeyRows(keys []sgam.Key) (map[sgam.Key][]temporal.Row, err
 	return keyRows(is.ctx, is.tx, keys)
 }
 
-// FactTenant: fact ids are unique per tenant in this store (its primary
-// key leads with tenant_id, for sharding), so a supersedes link cannot be
-// checked across tenants; row-level security hides them anyway.
-func (is importStore) FactTenant(int64) (string, error) { return "", nil }
+// FactTenant returns the tenant of a stored fact id. Ids are store-wide
+// (one sequence), though the primary key leads with tenant_id for sharding;
+// the import runs with every tenant in scope to check that.
+func (is importStore) FactTenant(id int64) (string, error) {
+	var tenant string
+	err := is.tx.QueryRow(is.ctx, `SELECT tenant_id FROM facts WHERE fact_id = $1 LIMIT 1`, id).Scan(&tenant)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return tenant, err
+}
 
 // keyRows returns every row of each key, as the temporal rules see them.
 func keyRows(ctx context.Context, tx pgx.Tx, keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {

@@ -3,10 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sgam-dev/sgam"
@@ -155,7 +156,7 @@ func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *led
 	bt.Queue("BEGIN")
 	bt.Queue(scopeSQL, tenant)
 	bt.Queue(lockSQL, keyLocks(b.Keys))
-	bt.Queue(`SELECT clock_timestamp()`)
+	bt.Queue(`SELECT clock_timestamp(), (SELECT value FROM sgam_meta WHERE key = 'tx_floor')`)
 	bt.Queue(`SELECT nextval('fact_ids') FROM generate_series(1, $1) ORDER BY 1`, nIDs)
 	bt.Queue(windowSQL, tenants, subjects, attributes, tmins, tmaxs)
 	br := c.SendBatch(ctx, bt)
@@ -166,7 +167,8 @@ func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *led
 		}
 	}
 	var dbNow time.Time
-	if err := br.QueryRow().Scan(&dbNow); err != nil {
+	var floor int64
+	if err := br.QueryRow().Scan(&dbNow, &floor); err != nil {
 		return nil, 0, err
 	}
 	idRows, err := br.Query()
@@ -181,7 +183,7 @@ func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *led
 	if s.clock != nil {
 		now = sgam.Micros(s.clock.Now())
 	}
-	now = max(now, s.txHigh.Load())
+	now = max(now, s.txHigh.Load(), floor)
 	rows, err := br.Query()
 	if err != nil {
 		return nil, 0, err
@@ -225,14 +227,20 @@ func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *led
 // believed row at once.
 func flushBatch(b *ledger.Batch, now int64) *pgx.Batch {
 	at := sgam.FromMicros(now)
-	var phTenants, phIDs []string
+	// Placeholders in one order, so that two batches cannot deadlock on them.
+	var refs []ledger.EpisodeRef
 	seen := map[ledger.EpisodeRef]bool{}
 	for _, o := range b.Ops {
 		r := ledger.EpisodeRef{Tenant: o.Key.Tenant, ID: o.Source}
 		if !seen[r] {
 			seen[r] = true
-			phTenants, phIDs = append(phTenants, r.Tenant), append(phIDs, r.ID)
+			refs = append(refs, r)
 		}
+	}
+	slices.SortFunc(refs, func(x, y ledger.EpisodeRef) int { return strings.Compare(x.Tenant+"\x1f"+x.ID, y.Tenant+"\x1f"+y.ID) })
+	phTenants, phIDs := make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		phTenants[i], phIDs[i] = r.Tenant, r.ID
 	}
 	var stored links
 	retract := map[string][]int64{} // by tenant: each UPDATE is a primary-key lookup
@@ -274,14 +282,12 @@ func flushBatch(b *ledger.Batch, now int64) *pgx.Batch {
 		// the exclusion constraint's partial GiST index, which it otherwise
 		// prefers to the primary key when its statistics lag, scanning every
 		// believed row of the tenant.
-		bt.Queue(`UPDATE facts SET retracted_at = $1 WHERE tenant_id = $2 AND fact_id = ANY($3)
-			AND coalesce(retracted_at, 'infinity') = 'infinity'`, at, tenant, ids).Exec(
-			func(ct pgconn.CommandTag) error {
-				if ct.RowsAffected() != int64(len(ids)) {
-					return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("retract facts: %d of %d rows were still believed", ct.RowsAffected(), len(ids))}
-				}
-				return nil
-			})
+		// The count is checked on the server: COMMIT may follow in the same
+		// round trip, and must not run if a row was no longer believed.
+		bt.Queue(`WITH r AS (
+				UPDATE facts SET retracted_at = $1 WHERE tenant_id = $2 AND fact_id = ANY($3)
+				AND coalesce(retracted_at, 'infinity') = 'infinity' RETURNING 1)
+			SELECT sgam_check(count(*) = $4, 'retract facts: a row was no longer believed') FROM r`, at, tenant, ids, len(ids))
 	}
 	if len(ins.ids) > 0 {
 		bt.Queue(insertFactsSQL, ins.args()...)

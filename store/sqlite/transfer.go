@@ -27,12 +27,13 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 	}
 	for rows.Next() {
 		e, err := scanEpisode(rows)
-		if err == nil {
-			err = episode(e)
-		}
 		if err != nil {
 			rows.Close()
 			return mapErr("export episodes", err)
+		}
+		if err := episode(e); err != nil {
+			rows.Close()
+			return err
 		}
 	}
 	rows.Close()

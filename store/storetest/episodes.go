@@ -14,10 +14,10 @@ func runEpisodes(t *testing.T, newStore Factory) {
 		t.Parallel()
 		b := setup(t, newStore)
 		e, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "e1", Session: "s1", Kind: "message",
-			Content: "hello", OccurredAt: b.at("2026-01-01T10:00:00+01:00"), Metadata: json.RawMessage(`{"b":1, "a":2}`)})
+			Content: "hello", OccurredAt: b.at("2026-01-01T10:00:00+01:00"), Metadata: json.RawMessage(`{"b":1e2, "a":-0, "c":"ü"}`)})
 		require.NoError(t, err)
 		require.Equal(t, b.at("2026-01-01T09:00:00Z"), e.OccurredAt)
-		require.Equal(t, `{"a":2,"b":1}`, string(e.Metadata), "metadata is canonical")
+		require.Equal(t, `{"a":-0,"b":1e2,"c":"ü"}`, string(e.Metadata), "metadata is canonical, numbers as written")
 		_, err = b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantB, ID: "e1", Kind: "message", Content: "other tenant"})
 		require.NoError(t, err, "ids are per tenant")
 		gen, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, Session: "s2", Content: "no id"})

@@ -178,6 +178,20 @@ func runTransfer(t *testing.T, newStore Factory) {
 		_, err = b.store.Import(b.ctx, sgam.ImportBatch{Facts: []sgam.StoredFact{badEvidence}})
 		requireCode(t, err, sgam.Invalid, "facts[0].evidence[0].episode_id")
 		require.Nil(t, b.get(key(tenantA, "kai", "city"), "", ""), "nothing of the batches was written")
+
+		// Fact ids are store-wide: another tenant's id is taken.
+		theirs := dump.Facts[0]
+		theirs.Tenant = tenantB
+		_, err = b.store.Import(b.ctx, sgam.ImportBatch{Episodes: []sgam.Episode{{Tenant: tenantB, ID: "e1", Kind: "message",
+			OccurredAt: theirs.RecordedAt, RecordedAt: theirs.RecordedAt}}, Facts: []sgam.StoredFact{theirs}})
+		requireCode(t, err, sgam.Conflict, "facts[0]")
+		crossLink := fresh
+		crossLink.Supersedes = &dump.Facts[0].ID
+		crossLink.Tenant = tenantB
+		crossLink.ID = 2000
+		_, err = b.store.Import(b.ctx, sgam.ImportBatch{Episodes: []sgam.Episode{{Tenant: tenantB, ID: "e1", Kind: "message",
+			OccurredAt: theirs.RecordedAt, RecordedAt: theirs.RecordedAt}}, Facts: []sgam.StoredFact{crossLink}})
+		requireCode(t, err, sgam.Invalid, "facts[0].supersedes")
 		b.requireClean()
 	})
 }

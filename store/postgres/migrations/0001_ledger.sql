@@ -8,6 +8,23 @@ CREATE EXTENSION IF NOT EXISTS btree_gist;
 
 CREATE SEQUENCE fact_ids AS bigint MAXVALUE 9007199254740991; -- 2^53-1, safe in JSON
 
+-- Store-wide values. tx_floor: the latest transaction time an import
+-- brought in; every write happens after it.
+CREATE TABLE sgam_meta (
+    key   text   PRIMARY KEY,
+    value bigint NOT NULL
+);
+INSERT INTO sgam_meta (key, value) VALUES ('tx_floor', 0);
+
+-- sgam_check raises an error unless ok: a guard a statement can evaluate on
+-- the server, so that it fails the transaction before COMMIT runs.
+CREATE FUNCTION sgam_check(ok boolean, message text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT ok THEN
+        RAISE EXCEPTION '%', message;
+    END IF;
+END $$;
+
 CREATE TABLE episodes (
     tenant_id       text        NOT NULL,
     episode_id      text        NOT NULL,
@@ -16,7 +33,7 @@ CREATE TABLE episodes (
     content         text        NOT NULL DEFAULT '',
     occurred_at     timestamptz NOT NULL,
     recorded_at     timestamptz NOT NULL,
-    metadata        jsonb,
+    metadata        text,             -- canonical JSON object, as written
     idempotency_key text,
     PRIMARY KEY (tenant_id, episode_id)
 );
@@ -55,6 +72,8 @@ CREATE TABLE facts (
 CREATE INDEX facts_key ON facts (tenant_id, subject, attribute, valid_from);
 -- Facts by source episode (forget by episode, and the foreign key's checks).
 CREATE INDEX facts_source ON facts (tenant_id, source);
+-- Facts by id alone: ids are store-wide, and imports check that across tenants.
+CREATE INDEX facts_id ON facts (fact_id);
 
 -- Corroborating episodes: a repeat of the same value at the same valid_from
 -- links its episode to the existing row. Shortened copies copy the links.
