@@ -24,6 +24,20 @@ type Op struct {
 	Source string
 }
 
+// CheckAssertions validates a batch of assertions, naming a bad one
+// "assertions[i]", and returns their Ops.
+func CheckAssertions(l sgam.Limits, as []sgam.Assertion) ([]Op, error) {
+	ops := make([]Op, len(as))
+	for i, a := range as {
+		a, err := l.CheckAssertion(a)
+		if err != nil {
+			return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
+		}
+		ops[i] = AssertionOp(a)
+	}
+	return ops, nil
+}
+
 // AssertionOp turns a validated assertion into an Op.
 func AssertionOp(a sgam.Assertion) Op {
 	return Op{Key: a.Key, Op: temporal.Op{ValidFrom: sgam.Micros(a.ValidFrom), Value: a.Value}, Source: a.Source}
@@ -360,4 +374,39 @@ func NewEpisodeID() string {
 		out[i] = alphabet[c&31]
 	}
 	return "ep_" + string(out)
+}
+
+// KeyChecker runs the temporal invariants over a stream of fact rows
+// ordered by key, holding one key's rows at a time: what Check does over a
+// whole store.
+type KeyChecker struct {
+	cur        sgam.Key
+	rows       []temporal.Row
+	Violations []sgam.Violation
+}
+
+// Add takes the next row; rows of one key must come together.
+func (c *KeyChecker) Add(k sgam.Key, r temporal.Row) {
+	if k != c.cur {
+		c.flush()
+		c.cur = k
+	}
+	c.rows = append(c.rows, r)
+}
+
+// Done checks the last key and returns every violation found.
+func (c *KeyChecker) Done() []sgam.Violation {
+	c.flush()
+	if c.Violations == nil {
+		c.Violations = []sgam.Violation{}
+	}
+	return c.Violations
+}
+
+func (c *KeyChecker) flush() {
+	for _, p := range temporal.Check(c.rows) {
+		c.Violations = append(c.Violations, sgam.Violation{Rule: p.Rule, Tenant: c.cur.Tenant, Subject: c.cur.Subject,
+			Attribute: c.cur.Attribute, FactIDs: p.IDs, Message: p.Message})
+	}
+	c.rows = c.rows[:0]
 }

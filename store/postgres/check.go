@@ -8,14 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
 // Check implements sgam.Store: one repeatable-read snapshot of every tenant.
 func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
-	out := []sgam.Violation{}
+	var out []sgam.Violation
 	err := s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, "check", func(tx pgx.Tx) error {
-		out = out[:0]
 		if _, err := tx.Exec(ctx, scopeSQL, allTenants); err != nil {
 			return err
 		}
@@ -24,15 +24,7 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 		if err != nil {
 			return err
 		}
-		var cur sgam.Key
-		var keyRows []temporal.Row
-		flushKey := func() {
-			for _, p := range temporal.Check(keyRows) {
-				out = append(out, sgam.Violation{Rule: p.Rule, Tenant: cur.Tenant, Subject: cur.Subject,
-					Attribute: cur.Attribute, FactIDs: p.IDs, Message: p.Message})
-			}
-			keyRows = keyRows[:0]
-		}
+		var keys ledger.KeyChecker
 		for rows.Next() {
 			var k sgam.Key
 			var r temporal.Row
@@ -43,17 +35,13 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 				return err
 			}
 			r.ValidFrom, r.ValidTo, r.RecordedAt, r.RetractedAt = sgam.Micros(validFrom), openOr(validTo), sgam.Micros(recordedAt), openOr(retractedAt)
-			if k != cur {
-				flushKey()
-				cur = k
-			}
-			keyRows = append(keyRows, r)
+			keys.Add(k, r)
 		}
-		flushKey()
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		out = keys.Done()
 		for _, c := range []struct{ rule, query, message string }{
 			{"evidence", `SELECT f.fact_id, f.tenant_id, f.subject, f.attribute FROM facts f
 				WHERE f.source IS NULL AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)`,

@@ -242,38 +242,31 @@ func skipScope(br pgx.BatchResults) error {
 // inTx runs fn in a transaction, retrying it from the start after errors
 // that are safe to retry.
 func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, what string, fn func(pgx.Tx) error) error {
-	for attempt := 0; ; attempt++ {
-		err := s.tryTx(ctx, opts, fn)
-		if err == nil {
-			return nil
-		}
-		if !retryable(err) || attempt >= s.retries || ctx.Err() != nil {
-			return mapErr(what, err)
-		}
-		s.retried.Add(1)
-		select {
-		case <-time.After(time.Duration(1<<attempt) * time.Millisecond):
-		case <-ctx.Done():
-			return mapErr(what, ctx.Err())
-		}
-	}
+	return s.retry(ctx, what, func() error { return s.tryTx(ctx, opts, fn) })
 }
 
 // inConn runs fn on one connection with the same retries as inTx. fn sends
 // BEGIN and COMMIT itself, inside its batches, to spare round trips; if it
 // fails, the transaction is rolled back.
 func (s *Store) inConn(ctx context.Context, what string, fn func(*pgxpool.Conn) error) error {
-	for attempt := 0; ; attempt++ {
-		err := s.tryConn(ctx, fn)
+	return s.retry(ctx, what, func() error { return s.tryConn(ctx, fn) })
+}
+
+// retry runs attempt until it succeeds, fails with an error that is not
+// safe to retry, or has been retried s.retries times, backing off 1, 2,
+// 4 … ms between attempts.
+func (s *Store) retry(ctx context.Context, what string, attempt func() error) error {
+	for n := 0; ; n++ {
+		err := attempt()
 		if err == nil {
 			return nil
 		}
-		if !retryable(err) || attempt >= s.retries || ctx.Err() != nil {
+		if !retryable(err) || n >= s.retries || ctx.Err() != nil {
 			return mapErr(what, err)
 		}
 		s.retried.Add(1)
 		select {
-		case <-time.After(time.Duration(1<<attempt) * time.Millisecond):
+		case <-time.After(time.Duration(1<<n) * time.Millisecond):
 		case <-ctx.Done():
 			return mapErr(what, ctx.Err())
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
@@ -16,7 +17,6 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 		return nil, mapErr("check", err)
 	}
 	defer tx.Rollback()
-	out := []sgam.Violation{}
 
 	// The temporal invariants, key by key, in index order.
 	rows, err := tx.QueryContext(ctx, `SELECT tenant, subject, attribute, fact_id, valid_from, valid_to, recorded_at, retracted_at
@@ -24,15 +24,7 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 	if err != nil {
 		return nil, mapErr("check", err)
 	}
-	var cur sgam.Key
-	var keyRows []temporal.Row
-	flushKey := func() {
-		for _, p := range temporal.Check(keyRows) {
-			out = append(out, sgam.Violation{Rule: p.Rule, Tenant: cur.Tenant, Subject: cur.Subject,
-				Attribute: cur.Attribute, FactIDs: p.IDs, Message: p.Message})
-		}
-		keyRows = keyRows[:0]
-	}
+	var keys ledger.KeyChecker
 	for rows.Next() {
 		var k sgam.Key
 		var r temporal.Row
@@ -42,19 +34,15 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 			return nil, mapErr("check", err)
 		}
 		r.ValidTo, r.RetractedAt = openIfNull(validTo), openIfNull(retractedAt)
-		if k != cur {
-			flushKey()
-			cur = k
-		}
-		keyRows = append(keyRows, r)
+		keys.Add(k, r)
 	}
-	flushKey()
 	if err := rows.Close(); err != nil {
 		return nil, mapErr("check", err)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, mapErr("check", err)
 	}
+	out := keys.Done()
 
 	// Row-level rules, each a query that lists offenders.
 	perFact := []struct{ rule, query, message string }{

@@ -62,13 +62,9 @@ func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.Wri
 	if len(as) == 0 {
 		return nil, nil
 	}
-	ops := make([]ledger.Op, len(as))
-	for i, a := range as {
-		a, err := s.limits.CheckAssertion(a)
-		if err != nil {
-			return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
-		}
-		ops[i] = ledger.AssertionOp(a)
+	ops, err := ledger.CheckAssertions(s.limits, as)
+	if err != nil {
+		return nil, err
 	}
 	return s.write(ctx, ops, "assertions")
 }
