@@ -161,10 +161,21 @@ func sortedEvidence(es []Evidence) []Evidence {
 	return out
 }
 
-// CheckImportBatch checks what can be checked of a batch on its own: no
-// episode or fact twice. Records must have passed CheckImportedEpisode and
-// CheckImportedFact.
-func CheckImportBatch(b ImportBatch) error {
+// CheckImportBatch validates and normalizes every record of a batch in
+// place (CheckImportedEpisode, CheckImportedFact, the field prefixed with
+// the record: "facts[3].valid_to"), and checks what can be checked of the
+// batch on its own: no episode or fact twice.
+func (l Limits) CheckImportBatch(b ImportBatch) error {
+	for i := range b.Episodes {
+		if err := l.CheckImportedEpisode(&b.Episodes[i]); err != nil {
+			return PrefixField(fmt.Sprintf("episodes[%d]", i), err)
+		}
+	}
+	for i := range b.Facts {
+		if err := l.CheckImportedFact(&b.Facts[i]); err != nil {
+			return PrefixField(fmt.Sprintf("facts[%d]", i), err)
+		}
+	}
 	episodes := make(map[[2]string]int, len(b.Episodes))
 	for i, e := range b.Episodes {
 		k := [2]string{e.Tenant, e.ID}

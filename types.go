@@ -114,6 +114,20 @@ type EpisodeQuery struct {
 	Limit   int    // default 100, at most 10,000
 }
 
+// Check validates q and returns it with the default limit filled in.
+func (q EpisodeQuery) Check() (EpisodeQuery, error) {
+	if err := CheckTenant(q.Tenant); err != nil {
+		return q, err
+	}
+	switch {
+	case q.Limit == 0:
+		q.Limit = 100
+	case q.Limit < 0 || q.Limit > 10000:
+		return q, Errorf(Invalid, "limit", "must be between 1 and 10000, not %d", q.Limit)
+	}
+	return q, nil
+}
+
 // Violation is a broken invariant found by Check.
 type Violation struct {
 	Rule      string  `json:"rule"`

@@ -13,6 +13,31 @@ import (
 	"github.com/sgam-dev/sgam/temporal"
 )
 
+// storedFactColumns is the select list of a fact row f as stored: the fact,
+// its source, and its evidence links with the instants they were made.
+var storedFactColumns = factColumns("'infinity'") + `, f.source,
+	(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id),
+	(SELECT array_agg(e.recorded_at ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)`
+
+// scanStoredFact reads a row of storedFactColumns.
+func scanStoredFact(row pgx.Row) (sgam.StoredFact, error) {
+	var source *string
+	var ids []string
+	var ats []time.Time
+	f, err := scanFact(row, &source, &ids, &ats)
+	if err != nil {
+		return sgam.StoredFact{}, err
+	}
+	sf := sgam.StoredFact{Fact: f, Evidence: []sgam.Evidence{}}
+	if source != nil {
+		sf.Source = *source
+	}
+	for i := range ids {
+		sf.Evidence = append(sf.Evidence, sgam.Evidence{EpisodeID: ids[i], RecordedAt: ats[i].UTC()})
+	}
+	return sf, nil
+}
+
 // Export implements sgam.Store: one repeatable-read snapshot.
 func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -42,28 +67,16 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 	if err := rows.Err(); err != nil {
 		return mapErr("export episodes", err)
 	}
-	rows, err = tx.Query(ctx, `SELECT `+factColumns("'infinity'")+`, f.source,
-		(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id),
-		(SELECT array_agg(e.recorded_at ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
+	rows, err = tx.Query(ctx, `SELECT `+storedFactColumns+`
 		FROM facts f WHERE $1 = '' OR tenant_id = $1 ORDER BY fact_id`, tenant)
 	if err != nil {
 		return mapErr("export facts", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var source *string
-		var ids []string
-		var ats []time.Time
-		f, err := scanFact(rows, &source, &ids, &ats)
+		sf, err := scanStoredFact(rows)
 		if err != nil {
 			return mapErr("export facts", err)
-		}
-		sf := sgam.StoredFact{Fact: f, Evidence: []sgam.Evidence{}}
-		if source != nil {
-			sf.Source = *source
-		}
-		for i := range ids {
-			sf.Evidence = append(sf.Evidence, sgam.Evidence{EpisodeID: ids[i], RecordedAt: ats[i].UTC()})
 		}
 		if err := fact(sf); err != nil {
 			return err
@@ -74,17 +87,7 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 
 // Import implements sgam.Store.
 func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStats, error) {
-	for i := range b.Episodes {
-		if err := s.limits.CheckImportedEpisode(&b.Episodes[i]); err != nil {
-			return sgam.ImportStats{}, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
-		}
-	}
-	for i := range b.Facts {
-		if err := s.limits.CheckImportedFact(&b.Facts[i]); err != nil {
-			return sgam.ImportStats{}, sgam.PrefixField(fmt.Sprintf("facts[%d]", i), err)
-		}
-	}
-	if err := sgam.CheckImportBatch(b); err != nil {
+	if err := s.limits.CheckImportBatch(b); err != nil {
 		return sgam.ImportStats{}, err
 	}
 	var keys []sgam.Key
@@ -182,9 +185,7 @@ func (is importStore) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.Store
 	for i, f := range facts {
 		ids[i] = f.ID
 	}
-	rows, err := is.tx.Query(is.ctx, `SELECT `+factColumns("'infinity'")+`, f.source,
-		(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id),
-		(SELECT array_agg(e.recorded_at ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
+	rows, err := is.tx.Query(is.ctx, `SELECT `+storedFactColumns+`
 		FROM unnest($1::bigint[]) AS k(id)
 		JOIN LATERAL (SELECT * FROM facts f WHERE f.fact_id = k.id OFFSET 0) f ON true`, ids)
 	if err != nil {
@@ -193,21 +194,11 @@ func (is importStore) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.Store
 	defer rows.Close()
 	out := map[int64]sgam.StoredFact{}
 	for rows.Next() {
-		var source *string
-		var eps []string
-		var ats []time.Time
-		f, err := scanFact(rows, &source, &eps, &ats)
+		sf, err := scanStoredFact(rows)
 		if err != nil {
 			return nil, err
 		}
-		sf := sgam.StoredFact{Fact: f}
-		if source != nil {
-			sf.Source = *source
-		}
-		for i := range eps {
-			sf.Evidence = append(sf.Evidence, sgam.Evidence{EpisodeID: eps[i], RecordedAt: ats[i].UTC()})
-		}
-		out[f.ID] = sf
+		out[sf.ID] = sf
 	}
 	return out, rows.Err()
 }

@@ -50,11 +50,10 @@ type currentCache struct {
 const maxCachedKeys = 1 << 20
 
 type cachedRow struct {
-	fact     *sgam.Fact // nil: a tombstone, no value
-	validTo  int64      // end of the valid window (temporal.Open if open); start is in fact or from
-	from     int64
-	knownAt  int64 // the transaction instant it was read at
-	expireAt int64 // first future transaction time touching the row
+	fact          *sgam.Fact // nil: a tombstone, no value
+	from, validTo int64      // the row's valid window (validTo temporal.Open if open)
+	knownAt       int64      // the transaction instant it was read at
+	expireAt      int64      // first future transaction time touching the row
 }
 
 func newCurrentCache(wal *walIndex) *currentCache {

@@ -116,16 +116,11 @@ func (s *Store) Episode(ctx context.Context, tenant, id string) (sgam.Episode, e
 
 // Episodes implements sgam.Store.
 func (s *Store) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error) {
-	if err := sgam.CheckTenant(q.Tenant); err != nil {
+	q, err := q.Check()
+	if err != nil {
 		return nil, err
 	}
 	limit := q.Limit
-	switch {
-	case limit == 0:
-		limit = 100
-	case limit < 0 || limit > 10000:
-		return nil, sgam.Errorf(sgam.Invalid, "limit", "must be between 1 and 10000, not %d", limit)
-	}
 	query := `SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 ORDER BY occurred_at, episode_id LIMIT ?2`
 	args := []any{q.Tenant, limit}
 	if q.Session != "" {

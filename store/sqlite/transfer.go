@@ -84,17 +84,7 @@ func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.ext
 // Import implements sgam.Store.
 func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStats, error) {
 	var st sgam.ImportStats
-	for i := range b.Episodes {
-		if err := s.limits.CheckImportedEpisode(&b.Episodes[i]); err != nil {
-			return st, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
-		}
-	}
-	for i := range b.Facts {
-		if err := s.limits.CheckImportedFact(&b.Facts[i]); err != nil {
-			return st, sgam.PrefixField(fmt.Sprintf("facts[%d]", i), err)
-		}
-	}
-	if err := sgam.CheckImportBatch(b); err != nil {
+	if err := s.limits.CheckImportBatch(b); err != nil {
 		return st, err
 	}
 	tx, err := s.begin(ctx)
