@@ -29,15 +29,24 @@ const (
 type Error struct {
 	Code    Code
 	Field   string // the input field at fault, when there is one ("valid_from", "value")
+	// Pointer is the JSON pointer (RFC 6901) inside a value that broke a
+	// schema rule ("/address/zip"; "" is the whole value), and Rule the
+	// rule it broke ("type", "enum", "required"); both only for schema errors.
+	Pointer string
+	Rule    string
 	Message string
 	Err     error // the underlying cause, if any
 }
 
 func (e *Error) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("%s: %s", e.Field, e.Message)
+	msg := e.Message
+	if e.Rule != "" {
+		msg = fmt.Sprintf("at %q: %s (rule %s)", e.Pointer, e.Message, e.Rule)
 	}
-	return e.Message
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s", e.Field, msg)
+	}
+	return msg
 }
 
 func (e *Error) Unwrap() error { return e.Err }

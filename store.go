@@ -39,6 +39,11 @@ type Store interface {
 	// Get returns the value of key at (at.AsOf, at.KnownAt), or nil when the
 	// key had no value then (never asserted, or retracted).
 	Get(ctx context.Context, key Key, at At) (*Fact, error)
+	// Members returns the members of a set (an attribute of cardinality
+	// many) at (at.AsOf, at.KnownAt), one fact per member, ordered by member;
+	// key.Member is ignored. On a single-valued attribute it returns what Get
+	// would, as a list of zero or one.
+	Members(ctx context.Context, key Key, at At) ([]Fact, error)
 	// State returns every attribute of a subject that has a value at the
 	// given instants, ordered by attribute.
 	State(ctx context.Context, tenant, subject string, at At) ([]Fact, error)

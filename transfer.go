@@ -54,6 +54,9 @@ func (l Limits) CheckImportedFact(f *StoredFact) error {
 			return err
 		}
 		f.Value = v
+		if len(f.Member) > 0 && string(f.Member) != string(v) {
+			return Errorf(Invalid, "member", "a set member's row holds the member as its value")
+		}
 	}
 	var err error
 	if f.ValidFrom, err = CheckTime("valid_from", f.ValidFrom); err != nil {

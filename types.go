@@ -14,9 +14,18 @@ type Key struct {
 	Tenant    string `json:"tenant"`
 	Subject   string `json:"subject"`
 	Attribute string `json:"attribute"`
+	// Member is the canonical JSON of one member of a set (an attribute of
+	// cardinality many): each member is a key of its own, with its own
+	// windows (DESIGN 2.2). Empty for a single-valued attribute.
+	Member string `json:"member,omitempty"`
 }
 
-func (k Key) String() string { return k.Tenant + "/" + k.Subject + "." + k.Attribute }
+func (k Key) String() string {
+	if k.Member != "" {
+		return k.Tenant + "/" + k.Subject + "." + k.Attribute + "[" + k.Member + "]"
+	}
+	return k.Tenant + "/" + k.Subject + "." + k.Attribute
+}
 
 // Fact is one stored row: one version of one value of one key, valid over
 // [ValidFrom, ValidTo) and believed over [RecordedAt, RetractedAt). A nil
@@ -28,7 +37,8 @@ type Fact struct {
 	Tenant        string          `json:"tenant"`
 	Subject       string          `json:"subject"`
 	Attribute     string          `json:"attribute"`
-	Value         json.RawMessage `json:"value"` // canonical JSON; null for a tombstone
+	Member        json.RawMessage `json:"member,omitempty"` // the set member this row opens or closes; empty for a single value
+	Value         json.RawMessage `json:"value"`            // canonical JSON; null for a tombstone
 	Tombstone     bool            `json:"tombstone,omitempty"`
 	ValidFrom     time.Time       `json:"valid_from"`
 	ValidTo       *time.Time      `json:"valid_to"`
@@ -40,7 +50,9 @@ type Fact struct {
 }
 
 // Key returns the fact's key.
-func (f Fact) Key() Key { return Key{Tenant: f.Tenant, Subject: f.Subject, Attribute: f.Attribute} }
+func (f Fact) Key() Key {
+	return Key{Tenant: f.Tenant, Subject: f.Subject, Attribute: f.Attribute, Member: string(f.Member)}
+}
 
 // Episode is a raw input as captured: a message, a tool result, a business
 // event. Facts point at the episodes that support them.

@@ -117,7 +117,33 @@ func (k Key) Check() error {
 	if err := CheckSubject(k.Subject); err != nil {
 		return err
 	}
-	return checkIdentifier("attribute", k.Attribute, maxAttributeBytes)
+	if err := checkIdentifier("attribute", k.Attribute, maxAttributeBytes); err != nil {
+		return err
+	}
+	return checkMember(k.Member)
+}
+
+// MaxMemberBytes bounds the canonical value of a set member: members are
+// part of the key, and every store indexes keys.
+const MaxMemberBytes = 1024
+
+// checkMember accepts "" (a single-valued key) or a canonical JSON value of
+// at most MaxMemberBytes.
+func checkMember(m string) error {
+	if m == "" {
+		return nil
+	}
+	if len(m) > MaxMemberBytes {
+		return Errorf(Invalid, "value", "is %d bytes; a member of a set may have at most %d", len(m), MaxMemberBytes)
+	}
+	c, err := CanonicalValue("member", []byte(m), MaxMemberBytes)
+	if err != nil {
+		return err
+	}
+	if string(c) != m {
+		return Errorf(Invalid, "member", "is not in canonical form")
+	}
+	return nil
 }
 
 // CanonicalValue validates a JSON value and returns its canonical form

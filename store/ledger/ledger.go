@@ -9,6 +9,7 @@ package ledger
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -171,6 +172,9 @@ func InsertedFact(k sgam.Key, ins *temporal.Inserted) sgam.Fact {
 		ValidFrom: sgam.FromMicros(ins.ValidFrom), ValidTo: TimeOrNil(ins.ValidTo),
 		RecordedAt: sgam.FromMicros(ins.RecordedAt), RetractedAt: TimeOrNil(ins.RetractedAt),
 		Sources: ins.Sources(),
+	}
+	if k.Member != "" {
+		f.Member = json.RawMessage(k.Member)
 	}
 	if ins.Supersedes != 0 {
 		id := ins.Supersedes

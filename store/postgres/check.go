@@ -19,8 +19,8 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 		if _, err := tx.Exec(ctx, scopeSQL, allTenants); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT tenant_id, subject, attribute, fact_id, valid_from, valid_to, recorded_at, retracted_at
-			FROM facts ORDER BY tenant_id, subject, attribute, valid_from`)
+		rows, err := tx.Query(ctx, `SELECT tenant_id, subject, attribute, member, fact_id, valid_from, valid_to, recorded_at, retracted_at
+			FROM facts ORDER BY tenant_id, subject, attribute, member, valid_from`)
 		if err != nil {
 			return err
 		}
@@ -30,7 +30,7 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 			var r temporal.Row
 			var validFrom, recordedAt time.Time
 			var validTo, retractedAt *time.Time
-			if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &r.ID, &validFrom, &validTo, &recordedAt, &retractedAt); err != nil {
+			if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &k.Member, &r.ID, &validFrom, &validTo, &recordedAt, &retractedAt); err != nil {
 				rows.Close()
 				return err
 			}

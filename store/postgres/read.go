@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,7 +16,7 @@ import (
 // corroborating links made at or before the transaction instant bound to
 // param, oldest first.
 func factColumns(param string) string {
-	return `f.fact_id, f.tenant_id, f.subject, f.attribute, f.value_text, f.valid_from, f.valid_to,
+	return `f.fact_id, f.tenant_id, f.subject, f.attribute, f.member, f.value_text, f.valid_from, f.valid_to,
 		f.recorded_at, f.retracted_at, f.supersedes, f.schema_version, f.source,
 		(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e
 		  WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id AND e.recorded_at <= ` + param + `)`
@@ -24,8 +25,9 @@ func factColumns(param string) string {
 func scanFact(row pgx.Row, extra ...any) (sgam.Fact, error) {
 	var f sgam.Fact
 	var value, source *string
+	var member string
 	var corroborations []string
-	dest := append([]any{&f.ID, &f.Tenant, &f.Subject, &f.Attribute, &value, &f.ValidFrom, &f.ValidTo,
+	dest := append([]any{&f.ID, &f.Tenant, &f.Subject, &f.Attribute, &member, &value, &f.ValidFrom, &f.ValidTo,
 		&f.RecordedAt, &f.RetractedAt, &f.Supersedes, &f.SchemaVersion, &source, &corroborations}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return f, err
@@ -34,6 +36,9 @@ func scanFact(row pgx.Row, extra ...any) (sgam.Fact, error) {
 		f.Value = []byte(*value)
 	} else {
 		f.Tombstone = true
+	}
+	if member != "" {
+		f.Member = json.RawMessage(member)
 	}
 	f.ValidFrom = f.ValidFrom.UTC()
 	f.RecordedAt = f.RecordedAt.UTC()
@@ -115,11 +120,11 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	}
 	// One round trip: the scope and the query run in one implicit transaction.
 	bt := newBatch(key.Tenant)
-	asOfSQL, knownSQL, times := readInstants(v, k, 4)
+	asOfSQL, knownSQL, times := readInstants(v, k, 5)
 	bt.Queue(`SELECT `+factColumns(knownSQL)+`, `+asOfSQL+` FROM facts f
-		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND valid_from <= `+asOfSQL+`
+		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND member = $4 AND valid_from <= `+asOfSQL+`
 		  AND recorded_at <= `+knownSQL+` AND (retracted_at IS NULL OR retracted_at > `+knownSQL+`)
-		ORDER BY valid_from DESC LIMIT 1`, append([]any{key.Tenant, key.Subject, key.Attribute}, times...)...)
+		ORDER BY valid_from DESC LIMIT 1`, append([]any{key.Tenant, key.Subject, key.Attribute, key.Member}, times...)...)
 	br := s.pool.SendBatch(ctx, bt)
 	defer br.Close()
 	if err := skipScope(br); err != nil {
@@ -157,7 +162,24 @@ func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) (
 	return s.queryFacts(ctx, tenant, "state of "+subject, `SELECT `+factColumns(knownSQL)+` FROM facts f
 		WHERE tenant_id = $1 AND subject = $2 AND valid_from <= `+asOfSQL+` AND (valid_to IS NULL OR valid_to > `+asOfSQL+`)
 		  AND recorded_at <= `+knownSQL+` AND (retracted_at IS NULL OR retracted_at > `+knownSQL+`) AND value_text IS NOT NULL
-		ORDER BY attribute`, append([]any{tenant, subject}, times...)...)
+		ORDER BY attribute, member`, append([]any{tenant, subject}, times...)...)
+}
+
+// Members implements sgam.Store.
+func (s *Store) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.Fact, error) {
+	key.Member = ""
+	if err := key.Check(); err != nil {
+		return nil, err
+	}
+	v, k, err := s.instants(at)
+	if err != nil {
+		return nil, err
+	}
+	asOfSQL, knownSQL, times := readInstants(v, k, 4)
+	return s.queryFacts(ctx, key.Tenant, "members of "+key.String(), `SELECT `+factColumns(knownSQL)+` FROM facts f
+		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND valid_from <= `+asOfSQL+` AND (valid_to IS NULL OR valid_to > `+asOfSQL+`)
+		  AND recorded_at <= `+knownSQL+` AND (retracted_at IS NULL OR retracted_at > `+knownSQL+`) AND value_text IS NOT NULL
+		ORDER BY member`, append([]any{key.Tenant, key.Subject, key.Attribute}, times...)...)
 }
 
 // History implements sgam.Store.
@@ -166,7 +188,7 @@ func (s *Store) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) 
 		return nil, err
 	}
 	return s.queryFacts(ctx, key.Tenant, "history of "+key.String(), `SELECT `+factColumns("'infinity'")+` FROM facts f
-		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 ORDER BY fact_id`, key.Tenant, key.Subject, key.Attribute)
+		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND ($4 = '' OR member = $4) ORDER BY fact_id`, key.Tenant, key.Subject, key.Attribute, key.Member)
 }
 
 // queryFacts runs a query of facts within a tenant's scope, in one round trip.

@@ -243,13 +243,15 @@ func (is importStore) FactTenant(id int64) (string, error) {
 
 // keyRows returns every row of each key, as the temporal rules see them.
 func keyRows(ctx context.Context, tx pgx.Tx, keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
-	tenants, subjects, attributes := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	n := len(keys)
+	tenants, subjects, attributes, members := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, k := range keys {
-		tenants[i], subjects[i], attributes[i] = k.Tenant, k.Subject, k.Attribute
+		tenants[i], subjects[i], attributes[i], members[i] = k.Tenant, k.Subject, k.Attribute, k.Member
 	}
-	rows, err := tx.Query(ctx, `SELECT f.tenant_id, f.subject, f.attribute, f.fact_id, f.valid_from, f.valid_to, f.recorded_at, f.retracted_at
-		FROM unnest($1::text[], $2::text[], $3::text[]) AS k(t, s, a)
-		JOIN LATERAL (SELECT * FROM facts f WHERE f.tenant_id = k.t AND f.subject = k.s AND f.attribute = k.a OFFSET 0) f ON true`, tenants, subjects, attributes)
+	rows, err := tx.Query(ctx, `SELECT f.tenant_id, f.subject, f.attribute, f.member, f.fact_id, f.valid_from, f.valid_to, f.recorded_at, f.retracted_at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(t, s, a, m)
+		JOIN LATERAL (SELECT * FROM facts f WHERE f.tenant_id = k.t AND f.subject = k.s AND f.attribute = k.a AND f.member = k.m OFFSET 0) f ON true`,
+		tenants, subjects, attributes, members)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +262,7 @@ func keyRows(ctx context.Context, tx pgx.Tx, keys []sgam.Key) (map[sgam.Key][]te
 		var r temporal.Row
 		var validFrom, recordedAt time.Time
 		var validTo, retractedAt *time.Time
-		if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &r.ID, &validFrom, &validTo, &recordedAt, &retractedAt); err != nil {
+		if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &k.Member, &r.ID, &validFrom, &validTo, &recordedAt, &retractedAt); err != nil {
 			return nil, err
 		}
 		r.ValidFrom, r.ValidTo, r.RecordedAt, r.RetractedAt = sgam.Micros(validFrom), openOr(validTo), sgam.Micros(recordedAt), openOr(retractedAt)

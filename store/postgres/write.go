@@ -53,7 +53,7 @@ func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.Wri
 }
 
 // windowSQL loads, for each key (arrays of tenant, subject, attribute,
-// tmin, tmax), its believed rows from the one at or before tmin to the one
+// member, tmin, tmax), its believed rows from the one at or before tmin to the one
 // after tmax: the neighbours of every operation in [tmin, tmax].
 //
 // Each part is ordered and limited, so that every key is a few steps along
@@ -64,21 +64,21 @@ func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.Wri
 // the same rows but cannot return them in order.
 const windowSQL = `SELECT k.i, f.fact_id, f.value_text, f.valid_from, f.valid_to, f.recorded_at, f.source,
 		EXISTS (SELECT 1 FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[])
-		WITH ORDINALITY AS k(tenant, subject, attribute, tmin, tmax, i)
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+		WITH ORDINALITY AS k(tenant, subject, attribute, member, tmin, tmax, i)
 	JOIN LATERAL (
 		(SELECT * FROM facts f
-		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
+		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.member = k.member
 		   AND coalesce(f.retracted_at, 'infinity') = 'infinity' AND f.valid_from <= k.tmin
 		 ORDER BY f.valid_from DESC LIMIT 1)
 		UNION ALL
 		(SELECT * FROM facts f
-		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
+		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.member = k.member
 		   AND coalesce(f.retracted_at, 'infinity') = 'infinity' AND f.valid_from > k.tmin AND f.valid_from <= k.tmax
 		 ORDER BY f.valid_from)
 		UNION ALL
 		(SELECT * FROM facts f
-		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
+		 WHERE f.tenant_id = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.member = k.member
 		   AND coalesce(f.retracted_at, 'infinity') = 'infinity' AND f.valid_from > k.tmax
 		 ORDER BY f.valid_from LIMIT 1)
 	) f ON true`
@@ -140,11 +140,11 @@ func (s *Store) write(ctx context.Context, ops []ledger.Op, batch string) ([]sga
 // believed rows, in one round trip.
 func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *ledger.Batch, nIDs int) ([]int64, int64, error) {
 	n := len(b.Keys)
-	tenants, subjects, attributes := make([]string, n), make([]string, n), make([]string, n)
+	tenants, subjects, attributes, members := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	tmins, tmaxs := make([]time.Time, n), make([]time.Time, n)
 	for i, k := range b.Keys {
 		tmin, tmax := b.Window(k)
-		tenants[i], subjects[i], attributes[i] = k.Tenant, k.Subject, k.Attribute
+		tenants[i], subjects[i], attributes[i], members[i] = k.Tenant, k.Subject, k.Attribute, k.Member
 		tmins[i], tmaxs[i] = sgam.FromMicros(tmin), sgam.FromMicros(tmax)
 	}
 	bt := &pgx.Batch{}
@@ -153,7 +153,7 @@ func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *led
 	bt.Queue(lockSQL, keyLocks(b.Keys))
 	bt.Queue(`SELECT clock_timestamp(), (SELECT value FROM sgam_meta WHERE key = 'tx_floor')`)
 	bt.Queue(`SELECT nextval('fact_ids') FROM generate_series(1, $1) ORDER BY 1`, nIDs)
-	bt.Queue(windowSQL, tenants, subjects, attributes, tmins, tmaxs)
+	bt.Queue(windowSQL, tenants, subjects, attributes, members, tmins, tmaxs)
 	br := c.SendBatch(ctx, bt)
 	defer br.Close()
 	for range 3 { // BEGIN, scope, locks
@@ -302,10 +302,10 @@ func flushBatch(b *ledger.Batch, now int64) *pgx.Batch {
 const linksSQL = `INSERT INTO evidence (tenant_id, fact_id, episode_id, recorded_at)
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[]) ON CONFLICT DO NOTHING`
 
-const insertFactsSQL = `INSERT INTO facts (tenant_id, fact_id, subject, attribute, value_text, valid_from, valid_to,
+const insertFactsSQL = `INSERT INTO facts (tenant_id, fact_id, subject, attribute, member, value_text, valid_from, valid_to,
 		recorded_at, retracted_at, supersedes, source, schema_version)
-	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[],
-		$8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::text[], $12::integer[])`
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[],
+		$9::timestamptz[], $10::timestamptz[], $11::bigint[], $12::text[], $13::integer[])`
 
 // links are evidence rows to insert, as columns.
 type links struct {
@@ -320,7 +320,7 @@ func (l *links) add(tenant string, id int64, episode string, at time.Time) {
 
 // factRows are fact rows to insert, as columns.
 type factRows struct {
-	tenants, subjects, attributes []string
+	tenants, subjects, attributes, members []string
 	ids                           []int64
 	values, sources               []*string
 	validFrom, recordedAt         []time.Time
@@ -351,13 +351,14 @@ func (f *factRows) add(k sgam.Key, r *temporal.Inserted) {
 func (f *factRows) append(k sgam.Key, id int64, value *string, validFrom time.Time, validTo *time.Time, recordedAt time.Time,
 	retractedAt *time.Time, supersedes *int64, source *string, schemaVersion int32) {
 	f.tenants, f.ids, f.subjects, f.attributes = append(f.tenants, k.Tenant), append(f.ids, id), append(f.subjects, k.Subject), append(f.attributes, k.Attribute)
+	f.members = append(f.members, k.Member)
 	f.values, f.validFrom, f.validTo = append(f.values, value), append(f.validFrom, validFrom), append(f.validTo, validTo)
 	f.recordedAt, f.retractedAt, f.supersedes = append(f.recordedAt, recordedAt), append(f.retractedAt, retractedAt), append(f.supersedes, supersedes)
 	f.sources, f.schemaVersions = append(f.sources, source), append(f.schemaVersions, schemaVersion)
 }
 
 func (f *factRows) args() []any {
-	return []any{f.tenants, f.ids, f.subjects, f.attributes, f.values, f.validFrom, f.validTo, f.recordedAt,
+	return []any{f.tenants, f.ids, f.subjects, f.attributes, f.members, f.values, f.validFrom, f.validTo, f.recordedAt,
 		f.retractedAt, f.supersedes, f.sources, f.schemaVersions}
 }
 

@@ -30,8 +30,8 @@ type bulkSpec struct {
 
 var bulkSpecs = map[bulkKind]bulkSpec{
 	bulkFacts: {
-		head: `INSERT INTO facts (fact_id, tenant, subject, attribute, value, valid_from, valid_to, recorded_at, retracted_at, supersedes, source, schema_version) VALUES `,
-		row:  `(?,?,?,?,?,?,?,?,?,?,?,?)`, sep: ",", cols: 12,
+		head: `INSERT INTO facts (fact_id, tenant, subject, attribute, member, value, valid_from, valid_to, recorded_at, retracted_at, supersedes, source, schema_version) VALUES `,
+		row:  `(?,?,?,?,?,?,?,?,?,?,?,?,?)`, sep: ",", cols: 13,
 	},
 	bulkEvidence: {
 		head: `INSERT INTO evidence (fact_id, tenant, episode_id, recorded_at) VALUES `,
@@ -47,22 +47,22 @@ var bulkSpecs = map[bulkKind]bulkSpec{
 		head: `INSERT INTO episodes (tenant, episode_id, kind, occurred_at, recorded_at) VALUES `,
 		row:  `(?,?,'unknown',?,?)`, sep: ",", tail: ` ON CONFLICT DO NOTHING`, cols: 4,
 	},
-	// For each key (i, tenant, subject, attribute, tmin, tmax), its believed
+	// For each key (i, tenant, subject, attribute, member, tmin, tmax), its believed
 	// rows from the one at or before tmin to the one after tmax.
 	bulkWindow: {
-		head: `WITH k (i, tenant, subject, attribute, tmin, tmax) AS (VALUES `,
-		row:  `(?,?,?,?,?,?)`, sep: ",",
+		head: `WITH k (i, tenant, subject, attribute, member, tmin, tmax) AS (VALUES `,
+		row:  `(?,?,?,?,?,?,?)`, sep: ",",
 		tail: `) SELECT k.i, f.fact_id, f.value, f.valid_from, f.valid_to, f.recorded_at, f.source,
 				EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id)
-			FROM k JOIN facts f ON f.tenant = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute
+			FROM k JOIN facts f ON f.tenant = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.member = k.member
 			WHERE f.retracted_at IS NULL
 			  AND f.valid_from >= coalesce((SELECT p.valid_from FROM facts p
-			        WHERE p.tenant = k.tenant AND p.subject = k.subject AND p.attribute = k.attribute
+			        WHERE p.tenant = k.tenant AND p.subject = k.subject AND p.attribute = k.attribute AND p.member = k.member
 			          AND p.retracted_at IS NULL AND p.valid_from <= k.tmin ORDER BY p.valid_from DESC LIMIT 1), k.tmin)
 			  AND f.valid_from <= coalesce((SELECT n.valid_from FROM facts n
-			        WHERE n.tenant = k.tenant AND n.subject = k.subject AND n.attribute = k.attribute
+			        WHERE n.tenant = k.tenant AND n.subject = k.subject AND n.attribute = k.attribute AND n.member = k.member
 			          AND n.retracted_at IS NULL AND n.valid_from > k.tmax ORDER BY n.valid_from LIMIT 1), k.tmax)`,
-		cols: 6,
+		cols: 7,
 	},
 	bulkRetract: {
 		head: `UPDATE facts SET retracted_at = ? WHERE retracted_at IS NULL AND fact_id IN (`,

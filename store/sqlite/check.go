@@ -19,8 +19,8 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 	defer tx.Rollback()
 
 	// The temporal invariants, key by key, in index order.
-	rows, err := tx.QueryContext(ctx, `SELECT tenant, subject, attribute, fact_id, valid_from, valid_to, recorded_at, retracted_at
-		FROM facts ORDER BY tenant, subject, attribute, valid_from`)
+	rows, err := tx.QueryContext(ctx, `SELECT tenant, subject, attribute, member, fact_id, valid_from, valid_to, recorded_at, retracted_at
+		FROM facts ORDER BY tenant, subject, attribute, member, valid_from`)
 	if err != nil {
 		return nil, mapErr("check", err)
 	}
@@ -29,7 +29,7 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 		var k sgam.Key
 		var r temporal.Row
 		var validTo, retractedAt sql.NullInt64
-		if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &r.ID, &r.ValidFrom, &validTo, &r.RecordedAt, &retractedAt); err != nil {
+		if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &k.Member, &r.ID, &r.ValidFrom, &validTo, &r.RecordedAt, &retractedAt); err != nil {
 			rows.Close()
 			return nil, mapErr("check", err)
 		}

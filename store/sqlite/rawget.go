@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -33,14 +34,14 @@ const getQuery = `SELECT f.fact_id, CAST(f.value AS BLOB), f.valid_from, f.valid
 		CASE WHEN EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id) THEN
 		  (SELECT max(e.recorded_at) FROM evidence e WHERE e.fact_id = f.fact_id) END
 	FROM facts f
-	WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND valid_from <= ?5
+	WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND member = ?6 AND valid_from <= ?5
 	  AND recorded_at <= ?4 AND (retracted_at IS NULL OR retracted_at > ?4)
 	ORDER BY valid_from DESC LIMIT 1`
 
 type getConn struct {
 	conn driver.Conn
 	stmt driver.StmtQueryContext
-	args [5]driver.NamedValue
+	args [6]driver.NamedValue
 	dest [11]driver.Value
 }
 
@@ -134,7 +135,7 @@ func (p *getPool) getRow(ctx context.Context, k sgam.Key, v, kt int64) (r gotRow
 	if err != nil {
 		return r, false, err
 	}
-	c.args[0].Value, c.args[1].Value, c.args[2].Value, c.args[3].Value, c.args[4].Value = k.Tenant, k.Subject, k.Attribute, kt, v
+	c.args[0].Value, c.args[1].Value, c.args[2].Value, c.args[3].Value, c.args[4].Value, c.args[5].Value = k.Tenant, k.Subject, k.Attribute, kt, v, k.Member
 	// The query is short: it is not worth a context watcher goroutine.
 	rows, err := c.stmt.QueryContext(context.Background(), c.args[:])
 	if err != nil {
@@ -163,6 +164,9 @@ func decodeGot(k sgam.Key, d []driver.Value) (gotRow, error) {
 	var r gotRow
 	f := &r.fact
 	f.Tenant, f.Subject, f.Attribute = k.Tenant, k.Subject, k.Attribute
+	if k.Member != "" {
+		f.Member = json.RawMessage(k.Member)
+	}
 	var ok bool
 	if f.ID, ok = d[0].(int64); !ok {
 		return r, fmt.Errorf("fact_id is %T", d[0])

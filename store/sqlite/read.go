@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"database/sql"
 	"strings"
 
@@ -13,7 +14,7 @@ import (
 // corroborating links made at or before the transaction instant bound to
 // param, oldest first. Episode ids never contain the unit separator.
 func factColumns(param string) string {
-	return `f.fact_id, f.tenant, f.subject, f.attribute, f.value, f.valid_from, f.valid_to,
+	return `f.fact_id, f.tenant, f.subject, f.attribute, f.member, f.value, f.valid_from, f.valid_to,
 		f.recorded_at, f.retracted_at, f.supersedes, f.schema_version, f.source,
 		CASE WHEN EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id) THEN
 		  (SELECT group_concat(e.episode_id, char(31) ORDER BY e.recorded_at, e.episode_id)
@@ -25,14 +26,18 @@ type scanner interface{ Scan(dest ...any) error }
 func scanFact(sc scanner) (sgam.Fact, error) {
 	var f sgam.Fact
 	var value []byte
+	var member string
 	var validFrom, recordedAt int64
 	var validTo, retractedAt, supersedes sql.NullInt64
 	var source, corroborations sql.NullString
-	if err := sc.Scan(&f.ID, &f.Tenant, &f.Subject, &f.Attribute, &value, &validFrom, &validTo,
+	if err := sc.Scan(&f.ID, &f.Tenant, &f.Subject, &f.Attribute, &member, &value, &validFrom, &validTo,
 		&recordedAt, &retractedAt, &supersedes, &f.SchemaVersion, &source, &corroborations); err != nil {
 		return f, err
 	}
 	f.Value = value
+	if member != "" {
+		f.Member = json.RawMessage(member)
+	}
 	f.Tombstone = value == nil
 	f.ValidFrom = sgam.FromMicros(validFrom)
 	f.ValidTo = timeOrNil(validTo)
@@ -54,7 +59,7 @@ func scanFact(sc scanner) (sgam.Fact, error) {
 
 // readStmts are the read path's statements, prepared on the read pool.
 type readStmts struct {
-	state, history, trace, episode *sql.Stmt
+	state, members, history, trace, episode *sql.Stmt
 }
 
 func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -63,9 +68,14 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	r.state = prep(`SELECT ` + factColumns("?4") + ` FROM facts f
 		WHERE tenant = ?1 AND subject = ?2 AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3)
 		  AND recorded_at <= ?4 AND (retracted_at IS NULL OR retracted_at > ?4) AND value IS NOT NULL
-		ORDER BY attribute`)
+		ORDER BY attribute, member`)
+	r.members = prep(`SELECT ` + factColumns("?5") + ` FROM facts f
+		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND valid_from <= ?4 AND (valid_to IS NULL OR valid_to > ?4)
+		  AND recorded_at <= ?5 AND (retracted_at IS NULL OR retracted_at > ?5) AND value IS NOT NULL
+		ORDER BY member`)
+	// A key's rows; with no member, the rows of every member of the attribute.
 	r.history = prep(`SELECT ` + factColumns("?4") + ` FROM facts f
-		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 ORDER BY fact_id`)
+		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND (?5 = '' OR member = ?5) ORDER BY fact_id`)
 	// The supersedes chain, newest first, bounded against a corrupt cycle.
 	r.trace = prep(`WITH RECURSIVE chain (id, depth) AS (
 			SELECT ?1, 0
@@ -161,12 +171,26 @@ func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) (
 	return collectFacts(rows, err, "state of "+subject)
 }
 
+// Members implements sgam.Store.
+func (s *Store) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.Fact, error) {
+	key.Member = ""
+	if err := key.Check(); err != nil {
+		return nil, err
+	}
+	asOf, knownAt, err := at.Resolve(s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.rst.members.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, sgam.Micros(asOf), sgam.Micros(knownAt))
+	return collectFacts(rows, err, "members of "+key.String())
+}
+
 // History implements sgam.Store.
 func (s *Store) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) {
 	if err := key.Check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.rst.history.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, temporal.Open)
+	rows, err := s.rst.history.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, temporal.Open, key.Member)
 	return collectFacts(rows, err, "history of "+key.String())
 }
 

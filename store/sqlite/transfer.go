@@ -124,7 +124,7 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		if !f.Tombstone {
 			value = string(f.Value)
 		}
-		inserts = append(inserts, f.ID, f.Tenant, f.Subject, f.Attribute, value, sgam.Micros(f.ValidFrom),
+		inserts = append(inserts, f.ID, f.Tenant, f.Subject, f.Attribute, string(f.Member), value, sgam.Micros(f.ValidFrom),
 			microsOrNil(f.ValidTo), sgam.Micros(f.RecordedAt), microsOrNil(f.RetractedAt), supersedesOrNil(f.Supersedes),
 			nullString(f.Source), f.SchemaVersion)
 		for _, e := range f.Evidence {
@@ -203,7 +203,7 @@ func (is importStore) FactTenant(id int64) (string, error) {
 // keyRows returns every row of a key for the invariant check.
 func (s *Store) keyRows(ctx context.Context, k sgam.Key) ([]temporal.Row, error) {
 	rows, err := s.w.QueryContext(ctx, `SELECT fact_id, valid_from, valid_to, recorded_at, retracted_at FROM facts
-		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3`, k.Tenant, k.Subject, k.Attribute)
+		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND member = ?4`, k.Tenant, k.Subject, k.Attribute, k.Member)
 	if err != nil {
 		return nil, mapErr("check "+k.String(), err)
 	}

@@ -118,10 +118,10 @@ func (s *Store) loadWindows(ctx context.Context, b *ledger.Batch) error {
 	loaded := make([][]temporal.Row, len(order))
 	for from := 0; from < len(order); from += maxBulkRows {
 		chunk := order[from:min(from+maxBulkRows, len(order))]
-		args := make([]any, 0, len(chunk)*6)
+		args := make([]any, 0, len(chunk)*7)
 		for i, k := range chunk {
 			tmin, tmax := b.Window(k)
-			args = append(args, from+i, k.Tenant, k.Subject, k.Attribute, tmin, tmax)
+			args = append(args, from+i, k.Tenant, k.Subject, k.Attribute, k.Member, tmin, tmax)
 		}
 		st, err := s.bulkStmt(ctx, bulkWindow, len(chunk))
 		if err != nil {
@@ -189,7 +189,7 @@ func (s *Store) flush(ctx context.Context, b *ledger.Batch, tx int64) error {
 			if ins.Value != nil {
 				value = string(ins.Value)
 			}
-			inserts = append(inserts, ins.ID, k.Tenant, k.Subject, k.Attribute, value, ins.ValidFrom,
+			inserts = append(inserts, ins.ID, k.Tenant, k.Subject, k.Attribute, k.Member, value, ins.ValidFrom,
 				nullIfOpen(ins.ValidTo), ins.RecordedAt, nullIfOpen(ins.RetractedAt), nullIfZero(ins.Supersedes),
 				nullString(ins.Source), 0)
 			if ins.EvidenceOf != 0 {
