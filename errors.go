@@ -27,8 +27,8 @@ const (
 
 // Error is the one error type sgam returns for failures a caller can act on.
 type Error struct {
-	Code    Code
-	Field   string // the input field at fault, when there is one ("valid_from", "value")
+	Code  Code
+	Field string // the input field at fault, when there is one ("valid_from", "value")
 	// Pointer is the JSON pointer (RFC 6901) inside a value that broke a
 	// schema rule ("/address/zip"; "" is the whole value), and Rule the
 	// rule it broke ("type", "enum", "required"); both only for schema errors.
@@ -40,8 +40,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	msg := e.Message
+	if e.Pointer != "" {
+		msg = fmt.Sprintf("at %s: %s", e.Pointer, msg)
+	}
 	if e.Rule != "" {
-		msg = fmt.Sprintf("at %q: %s (rule %s)", e.Pointer, e.Message, e.Rule)
+		msg = fmt.Sprintf("%s (rule %s)", msg, e.Rule)
 	}
 	if e.Field != "" {
 		return fmt.Sprintf("%s: %s", e.Field, msg)
@@ -67,6 +70,13 @@ func ErrorCode(err error) Code {
 		return e.Code
 	}
 	return Internal
+}
+
+// IsSetError reports whether err is Get refusing a set: an attribute of
+// cardinality many, whose members Members reads.
+func IsSetError(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Rule == "cardinality"
 }
 
 // ErrorField returns the field named by the first *Error in err's chain.

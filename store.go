@@ -36,6 +36,32 @@ type Store interface {
 	// prefixed "assertions[i]"), none.
 	AssertMany(ctx context.Context, as []Assertion) ([]WriteResult, error)
 
+	// Add adds the member a.Value to a set (an attribute of cardinality
+	// many): Assert on a set attribute. Invalid when the schema does not
+	// declare the attribute a set.
+	Add(ctx context.Context, a Assertion) (WriteResult, error)
+	// Remove removes the member r.Value of a set from r.At on: a tombstone
+	// of that member.
+	Remove(ctx context.Context, r Retraction) (WriteResult, error)
+
+	// Pending lists candidates held back from becoming facts.
+	Pending(ctx context.Context, q PendingQuery) ([]Candidate, error)
+	// Confirm makes a pending candidate a fact, from its own source and
+	// with the confirming episode linked as further evidence; a different
+	// value at the same valid_from gives way to it (retracted, kept in
+	// history). NotFound when the tenant has no such candidate.
+	Confirm(ctx context.Context, tenant, pendingID, episodeID string) (WriteResult, error)
+	// Dismiss deletes a pending candidate.
+	Dismiss(ctx context.Context, tenant, pendingID string) error
+
+	// Schema returns the schema in force (version 0: none).
+	Schema(ctx context.Context) (SchemaVersion, error)
+	// ApplySchema parses a schema file (YAML or JSON) and stores it as the
+	// next version, returning it with the diff from the one before; a file
+	// equal to the current schema stores nothing. dryRun only returns what
+	// would be stored.
+	ApplySchema(ctx context.Context, file []byte, dryRun bool) (SchemaVersion, error)
+
 	// Get returns the value of key at (at.AsOf, at.KnownAt), or nil when the
 	// key had no value then (never asserted, or retracted).
 	Get(ctx context.Context, key Key, at At) (*Fact, error)
@@ -53,6 +79,31 @@ type Store interface {
 	// Trace returns the supersedes chain of a fact and its source episodes,
 	// or NotFound when the tenant has no such fact.
 	Trace(ctx context.Context, tenant string, factID int64) (Trace, error)
+
+	// Migrate runs the migrations the schema in force declares (rename,
+	// retype, split), in order, over every tenant: values are written again
+	// as new fact versions under the new representation through the write
+	// path, and the old rows retracted in transaction time, so reads at a
+	// known_at before the migration still see the old representation. It
+	// works in transactions of opts.BatchKeys subjects: an interrupted run
+	// leaves whole subjects migrated, and running it again finishes the rest
+	// (a migrated row is never selected again).
+	Migrate(ctx context.Context, opts MigrateOptions) ([]MigrationReport, error)
+
+	// Forget deletes, for real, what r names within its tenant: a
+	// subject's facts, an episode and the facts only it supports (mending
+	// the windows of their neighbours), or the whole tenant. It returns a
+	// receipt, also kept in the audit, that holds counts and ids but no
+	// deleted content. Forgetting is not retracting: history goes too.
+	Forget(ctx context.Context, r ForgetRequest) (Receipt, error)
+	// Receipts lists a tenant's forget and expiry receipts, oldest first.
+	Receipts(ctx context.Context, tenant string) ([]Receipt, error)
+	// Expire deletes the episodes and facts whose retention has run out at
+	// the store clock's now, with one receipt per tenant touched.
+	Expire(ctx context.Context) ([]Receipt, error)
+	// Compact reclaims the space of deleted rows so that deleted content is
+	// gone from the files too (SQLite: checkpoint and VACUUM).
+	Compact(ctx context.Context) error
 
 	// Check verifies every invariant over the whole store, all tenants.
 	Check(ctx context.Context) ([]Violation, error)

@@ -111,8 +111,13 @@ func (l Limits) CheckImportedFact(f *StoredFact) error {
 			return err
 		}
 	}
-	if f.Source == "" && len(f.Evidence) == 0 {
-		return Errorf(Invalid, "source", "is required: every fact cites the episode it came from")
+	if f.Actor != "" {
+		if err := checkIdentifier("actor", f.Actor, maxKindBytes); err != nil {
+			return err
+		}
+	}
+	if f.Source == "" && len(f.Evidence) == 0 && f.Actor == "" {
+		return Errorf(Invalid, "source", "is required: every fact cites the episode it came from, or names the system actor that keeps it")
 	}
 	f.Sources = []string{}
 	if f.Source != "" {
@@ -126,6 +131,9 @@ func (l Limits) CheckImportedFact(f *StoredFact) error {
 
 // EpisodesEqual reports whether two episodes are the same row.
 func EpisodesEqual(a, b Episode) bool {
+	if a.Retention != b.Retention {
+		return false
+	}
 	return a.Tenant == b.Tenant && a.ID == b.ID && a.Session == b.Session && a.Kind == b.Kind &&
 		a.Content == b.Content && a.OccurredAt.Equal(b.OccurredAt) && a.RecordedAt.Equal(b.RecordedAt) &&
 		bytes.Equal(a.Metadata, b.Metadata) && a.IdempotencyKey == b.IdempotencyKey
@@ -139,7 +147,7 @@ func StoredFactsEqual(a, b StoredFact) bool {
 	if a.ID != b.ID || a.Key() != b.Key() || a.Tombstone != b.Tombstone || !bytes.Equal(a.Value, b.Value) ||
 		!a.ValidFrom.Equal(b.ValidFrom) || !eqTime(a.ValidTo, b.ValidTo) || !a.RecordedAt.Equal(b.RecordedAt) ||
 		!eqTime(a.RetractedAt, b.RetractedAt) || !eqID(a.Supersedes, b.Supersedes) || a.SchemaVersion != b.SchemaVersion ||
-		a.Source != b.Source {
+		a.Source != b.Source || a.Actor != b.Actor {
 		return false
 	}
 	return slices.EqualFunc(sortedEvidence(a.Evidence), sortedEvidence(b.Evidence), func(x, y Evidence) bool {

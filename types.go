@@ -66,6 +66,9 @@ type Episode struct {
 	RecordedAt     time.Time       `json:"recorded_at"` // set by the store
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	// Retention is the episode's retention class (declared in the schema);
+	// empty takes the schema's episode_retention, or keeps it forever.
+	Retention string `json:"retention,omitempty"`
 }
 
 // MaxFactID is the largest fact id: 2^53-1, so that ids survive JSON
@@ -91,10 +94,12 @@ type Assertion struct {
 
 // Retraction states that Key has no value from At on ("I no longer prefer
 // X"), on the evidence of the episode Source. It is stored as a tombstone.
+// On a set, Value names the member to remove.
 type Retraction struct {
 	Key    Key
 	At     time.Time
 	Source string
+	Value  json.RawMessage
 }
 
 // At selects the two time axes of a read. A zero AsOf or KnownAt means now.
@@ -106,9 +111,142 @@ type At struct {
 // WriteResult is the outcome of an Assert or Retract: the row that now
 // holds the written value at its valid_from. NoChange reports an idempotent
 // repeat: the row already existed and only gained the source as evidence.
+// Kept reports that conflict policy prefer_source kept the existing row
+// (Fact), from a higher-ranked source, and wrote nothing. Pending reports
+// that the value was held back as a candidate (conflict policy review, or a
+// sensitive attribute from a source that is not user_confirmed): nothing
+// was written to the facts and Fact is zero.
 type WriteResult struct {
-	Fact     Fact `json:"fact"`
-	NoChange bool `json:"no_change,omitempty"`
+	Fact     Fact       `json:"fact"`
+	NoChange bool       `json:"no_change,omitempty"`
+	Kept     bool       `json:"kept,omitempty"`
+	Pending  *Candidate `json:"pending,omitempty"`
+}
+
+// Candidate is a value held back from becoming a fact until someone
+// confirms or dismisses it.
+type Candidate struct {
+	ID        string          `json:"pending_id"`
+	Tenant    string          `json:"tenant"`
+	Subject   string          `json:"subject"`
+	Attribute string          `json:"attribute"`
+	Member    json.RawMessage `json:"member,omitempty"`
+	Value     json.RawMessage `json:"value"`
+	ValidFrom time.Time       `json:"valid_from"`
+	Source    string          `json:"source"`
+	// Reason is ReasonReview or ReasonSensitive.
+	Reason string `json:"reason"`
+	// ConflictsWith is the believed fact the candidate disagrees with
+	// (review: a different value at the same valid_from).
+	ConflictsWith *int64    `json:"conflicts_with"`
+	RecordedAt    time.Time `json:"recorded_at"`
+	SchemaVersion int       `json:"schema_version"`
+}
+
+// Key returns the key the candidate would be written to.
+func (c Candidate) Key() Key {
+	return Key{Tenant: c.Tenant, Subject: c.Subject, Attribute: c.Attribute, Member: string(c.Member)}
+}
+
+// Why a candidate is pending.
+const (
+	ReasonReview    = "review"    // a conflict under policy review
+	ReasonSensitive = "sensitive" // a sensitive attribute from a source that is not user_confirmed
+)
+
+// KindUserConfirmed is the episode kind of a user's explicit confirmation:
+// the only source that makes a sensitive attribute a fact directly.
+const KindUserConfirmed = "user_confirmed"
+
+// PendingQuery selects a tenant's pending candidates, oldest first.
+type PendingQuery struct {
+	Tenant  string
+	Subject string // optional
+	Limit   int    // default 100, at most 10,000
+}
+
+// Check validates q and returns it with the default limit filled in.
+func (q PendingQuery) Check() (PendingQuery, error) {
+	eq, err := EpisodeQuery{Tenant: q.Tenant, Limit: q.Limit}.Check()
+	if err != nil {
+		return q, err
+	}
+	if q.Subject != "" {
+		if err := CheckSubject(q.Subject); err != nil {
+			return q, err
+		}
+	}
+	q.Limit = eq.Limit
+	return q, nil
+}
+
+// MigrateOptions configure Migrate.
+type MigrateOptions struct {
+	BatchKeys int // subjects per transaction; default 500
+	// Progress, when set, is called after every transaction.
+	Progress func(MigrationProgress)
+}
+
+// MigrationProgress is how far one migration has got.
+type MigrationProgress struct {
+	Migration string
+	Done      int // subjects migrated so far in this run
+	Total     int // subjects that needed it when the run began
+}
+
+// MigrationReport is what Migrate did for one migration.
+type MigrationReport struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"` // rename, retype, split
+	// Since is the schema version that declared the migration; migrated
+	// rows carry the version in force when they were written.
+	Since    int           `json:"since"`
+	Subjects int           `json:"subjects"` // subjects migrated by this run
+	Rows     int           `json:"rows"`     // fact rows written
+	Elapsed  time.Duration `json:"elapsed_ns"`
+}
+
+// ForgetRequest names what Forget deletes within Tenant: exactly one of
+// Subject, Episode and All.
+type ForgetRequest struct {
+	Tenant  string
+	Subject string
+	Episode string
+	All     bool
+	Actor   string // who asked, for the audit; default "sgam"
+}
+
+// Receipt is the proof of a Forget or an expiry: who, when, what kind, how
+// many rows and their ids. It never holds deleted content: a forgotten
+// subject appears only as the SHA-256 of its id.
+type Receipt struct {
+	ID     string    `json:"receipt_id"`
+	Tenant string    `json:"tenant"`
+	Actor  string    `json:"actor"`
+	At     time.Time `json:"at"`
+	// Kind is "subject", "episode", "tenant" or "expire".
+	Kind string `json:"kind"`
+	// Target is the SHA-256 (hex) of a forgotten subject, a forgotten
+	// episode's id, or empty.
+	Target          string   `json:"target"`
+	FactsDeleted    int      `json:"facts_deleted"`
+	FactsMended     int      `json:"facts_mended"`   // believed neighbours re-inserted with a mended window
+	LinksRemoved    int      `json:"links_removed"`  // evidence links removed from facts that keep other evidence
+	FactsRetained   int      `json:"facts_retained"` // facts kept by their attribute's retention after their episodes went
+	EpisodesDeleted int      `json:"episodes_deleted"`
+	PendingDeleted  int      `json:"pending_deleted"`
+	FactIDs         []int64  `json:"fact_ids"`    // deleted fact rows
+	EpisodeIDs      []string `json:"episode_ids"` // deleted episodes
+}
+
+// SchemaVersion is one applied version of the store's schema.
+type SchemaVersion struct {
+	Version   int             `json:"version"` // 0: no schema, every write permitted
+	Hash      string          `json:"hash,omitempty"`
+	AppliedAt time.Time       `json:"applied_at"`
+	Body      json.RawMessage `json:"schema,omitempty"` // canonical JSON of the schema file
+	// Diff lists the changes from the previous version (ApplySchema only).
+	Diff []string `json:"diff,omitempty"`
 }
 
 // Trace is the provenance of a fact: Chain[0] is the fact itself, each next
@@ -165,6 +303,10 @@ type StoredFact struct {
 	Fact
 	Source   string
 	Evidence []Evidence
+	// Actor names the system actor that keeps a row with no evidence
+	// episode ("retention": its attribute's retention outlived its
+	// episodes); empty otherwise.
+	Actor string
 }
 
 // ImportBatch is a slice of an export applied in one transaction.

@@ -243,6 +243,9 @@ func (l Limits) CheckAssertion(a Assertion) (Assertion, error) {
 	if err := a.Key.Check(); err != nil {
 		return a, err
 	}
+	if a.Key.Member != "" {
+		return a, errMemberGiven
+	}
 	v, err := CanonicalValue("value", a.Value, l.MaxValueBytes)
 	if err != nil {
 		return a, err
@@ -257,12 +260,23 @@ func (l Limits) CheckAssertion(a Assertion) (Assertion, error) {
 	return a, nil
 }
 
+// errMemberGiven: a write names a set member by its value, never by Key.Member.
+var errMemberGiven = Errorf(Invalid, "member", "is set by the store from the value of a set attribute; leave it empty")
+
 // CheckRetraction validates r and returns it normalized.
 func (l Limits) CheckRetraction(r Retraction) (Retraction, error) {
 	if err := r.Key.Check(); err != nil {
 		return r, err
 	}
+	if r.Key.Member != "" {
+		return r, errMemberGiven
+	}
 	var err error
+	if len(r.Value) > 0 {
+		if r.Value, err = CanonicalValue("value", r.Value, MaxMemberBytes); err != nil {
+			return r, err
+		}
+	}
 	if r.At, err = CheckTime("at", r.At); err != nil {
 		return r, err
 	}

@@ -55,6 +55,7 @@ type episodeLine struct {
 	RecordedAt     string          `json:"recorded_at"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	Retention      string          `json:"retention,omitempty"`
 }
 
 type evidenceLine struct {
@@ -68,6 +69,7 @@ type factLine struct {
 	Tenant        string          `json:"tenant"`
 	Subject       string          `json:"subject"`
 	Attribute     string          `json:"attribute"`
+	Member        json.RawMessage `json:"member,omitempty"`
 	Value         json.RawMessage `json:"value"`
 	Tombstone     bool            `json:"tombstone,omitempty"`
 	ValidFrom     string          `json:"valid_from"`
@@ -78,6 +80,7 @@ type factLine struct {
 	SchemaVersion int             `json:"schema_version"`
 	Source        string          `json:"source,omitempty"`
 	Evidence      []evidenceLine  `json:"evidence"`
+	Actor         string          `json:"actor,omitempty"`
 }
 
 // Counts reports how many rows an export wrote.
@@ -99,7 +102,7 @@ func Export(ctx context.Context, store sgam.Store, tenant string, now time.Time,
 		c.Episodes++
 		return enc.Encode(episodeLine{Type: "episode", Tenant: e.Tenant, EpisodeID: e.ID, Session: e.Session, Kind: e.Kind,
 			Content: e.Content, OccurredAt: sgam.FormatTime(e.OccurredAt), RecordedAt: sgam.FormatTime(e.RecordedAt),
-			Metadata: e.Metadata, IdempotencyKey: e.IdempotencyKey})
+			Metadata: e.Metadata, IdempotencyKey: e.IdempotencyKey, Retention: e.Retention})
 	}, func(f sgam.StoredFact) error {
 		c.Facts++
 		return enc.Encode(toFactLine(f))
@@ -111,7 +114,7 @@ func Export(ctx context.Context, store sgam.Store, tenant string, now time.Time,
 }
 
 func toFactLine(f sgam.StoredFact) factLine {
-	l := factLine{Type: "fact", FactID: f.ID, Tenant: f.Tenant, Subject: f.Subject, Attribute: f.Attribute,
+	l := factLine{Type: "fact", FactID: f.ID, Tenant: f.Tenant, Subject: f.Subject, Attribute: f.Attribute, Member: f.Member, Actor: f.Actor,
 		Value: f.Value, Tombstone: f.Tombstone, ValidFrom: sgam.FormatTime(f.ValidFrom), RecordedAt: sgam.FormatTime(f.RecordedAt),
 		Supersedes: f.Supersedes, SchemaVersion: f.SchemaVersion, Source: f.Source, Evidence: []evidenceLine{}}
 	if f.Tombstone {
@@ -228,7 +231,7 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 			return Record{}, err
 		}
 		e := sgam.Episode{Tenant: l.Tenant, ID: l.EpisodeID, Session: l.Session, Kind: l.Kind, Content: l.Content,
-			Metadata: l.Metadata, IdempotencyKey: l.IdempotencyKey}
+			Metadata: l.Metadata, IdempotencyKey: l.IdempotencyKey, Retention: l.Retention}
 		var err error
 		if e.OccurredAt, err = sgam.ParseTime("occurred_at", l.OccurredAt); err != nil {
 			return Record{}, err
@@ -256,8 +259,8 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 }
 
 func fromFactLine(l factLine) (sgam.StoredFact, error) {
-	f := sgam.StoredFact{Fact: sgam.Fact{ID: l.FactID, Tenant: l.Tenant, Subject: l.Subject, Attribute: l.Attribute,
-		Value: l.Value, Tombstone: l.Tombstone, Supersedes: l.Supersedes, SchemaVersion: l.SchemaVersion}, Source: l.Source}
+	f := sgam.StoredFact{Fact: sgam.Fact{ID: l.FactID, Tenant: l.Tenant, Subject: l.Subject, Attribute: l.Attribute, Member: l.Member,
+		Value: l.Value, Tombstone: l.Tombstone, Supersedes: l.Supersedes, SchemaVersion: l.SchemaVersion}, Source: l.Source, Actor: l.Actor}
 	var err error
 	if f.ValidFrom, err = sgam.ParseTime("valid_from", l.ValidFrom); err != nil {
 		return f, err

@@ -12,10 +12,21 @@
 //	{"op":"history","tenant":"acme","subject":"mira","attribute":"passport_deadline"}
 //	{"op":"state","tenant":"acme","subject":"mira","as_of":"...","known_at":"..."}
 //	{"op":"trace","tenant":"acme","fact_id":4}
+//	{"op":"schema","schema":{"attributes":{"allergies":{"memory":"profile","type":"string","cardinality":"many"}}}}
+//	{"op":"add","subject":"mira","attribute":"allergies","value":"peanuts","valid_from":"...","source":"e4"}
+//	{"op":"remove","subject":"mira","attribute":"allergies","value":"peanuts","at":"...","source":"e5"}
+//	{"op":"traverse","subject":"mira","path":["account","policy"],"as_of":"...","known_at":"..."}
+//	{"op":"pending","subject":"mira"}
+//	{"op":"confirm","pending_id":"pd_...","episode_id":"e6"}   (or "subject" and "attribute" instead of "pending_id")
+//	{"op":"dismiss","pending_id":"pd_..."}                     (likewise)
+//
+// "get" on a set returns its members as "facts".
 //
 // Results: {"ok":true}, {"ok":true,"fact":{...}}, {"ok":true,"fact":null},
 // {"ok":true,"no_change":true,"fact":{...}}, {"ok":true,"facts":[...]},
-// {"ok":true,"episode":{...}}, {"ok":true,"trace":{...}} or
+// {"ok":true,"episode":{...}}, {"ok":true,"trace":{...}},
+// {"ok":true,"pending":{...}} (a held-back write), {"ok":true,"candidates":[...]},
+// {"ok":true,"hops":[...]}, {"ok":true,"schema":{...}} or
 // {"ok":false,"error":{"code":"conflict","field":"valid_from","message":"..."}}.
 // A failed line changes nothing and the replay goes on. Blank lines are
 // skipped and produce no result.
@@ -59,19 +70,29 @@ type Op struct {
 	AsOf           time.Time
 	KnownAt        time.Time
 	FactID         int64
+	Path           []string
+	PendingID      string
+	Schema         json.RawMessage
 }
 
 // fields lists, for each operation, the fields it takes; required ones
 // are marked with a leading '!'.
 var fields = map[string][]string{
-	"clock":   {"!now"},
-	"episode": {"tenant", "episode_id", "session", "kind", "content", "occurred_at", "metadata", "idempotency_key"},
-	"assert":  {"tenant", "!subject", "!attribute", "!value", "!valid_from", "!source"},
-	"retract": {"tenant", "!subject", "!attribute", "!at", "!source"},
-	"get":     {"tenant", "!subject", "!attribute", "as_of", "known_at"},
-	"history": {"tenant", "!subject", "!attribute"},
-	"state":   {"tenant", "!subject", "as_of", "known_at"},
-	"trace":   {"tenant", "!fact_id"},
+	"clock":    {"!now"},
+	"episode":  {"tenant", "episode_id", "session", "kind", "content", "occurred_at", "metadata", "idempotency_key"},
+	"assert":   {"tenant", "!subject", "!attribute", "!value", "!valid_from", "!source"},
+	"retract":  {"tenant", "!subject", "!attribute", "!at", "!source"},
+	"get":      {"tenant", "!subject", "!attribute", "as_of", "known_at"},
+	"history":  {"tenant", "!subject", "!attribute"},
+	"state":    {"tenant", "!subject", "as_of", "known_at"},
+	"trace":    {"tenant", "!fact_id"},
+	"schema":   {"!schema"},
+	"add":      {"tenant", "!subject", "!attribute", "!value", "!valid_from", "!source"},
+	"remove":   {"tenant", "!subject", "!attribute", "!value", "!at", "!source"},
+	"traverse": {"tenant", "!subject", "!path", "as_of", "known_at"},
+	"pending":  {"tenant", "subject"},
+	"confirm":  {"tenant", "pending_id", "subject", "attribute", "!episode_id"},
+	"dismiss":  {"tenant", "pending_id", "subject", "attribute"},
 }
 
 func opNames() string {
@@ -161,6 +182,23 @@ func ParseLine(line []byte) (Op, error) {
 	if v, ok := raw["value"]; ok {
 		op.Value = v
 	}
+	add(str(raw, "pending_id", &op.PendingID))
+	if v, ok := raw["path"]; ok {
+		if err := json.Unmarshal(v, &op.Path); err != nil || op.Path == nil {
+			add(sgam.Errorf(sgam.Invalid, "path", "must be an array of attribute names"))
+		}
+	}
+	if v, ok := raw["schema"]; ok {
+		op.Schema = v
+	}
+	if op.Name == "confirm" || op.Name == "dismiss" {
+		_, byID := raw["pending_id"]
+		_, bySubject := raw["subject"]
+		_, byAttribute := raw["attribute"]
+		if byID == (bySubject || byAttribute) || bySubject != byAttribute {
+			add(sgam.Errorf(sgam.Invalid, "pending_id", "name the candidate by pending_id, or by subject and attribute"))
+		}
+	}
 	if v, ok := raw["metadata"]; ok && string(v) != "null" {
 		op.Metadata = v
 	}
@@ -218,7 +256,14 @@ type Result struct {
 	Facts    *[]sgam.Fact    `json:"facts,omitempty"`
 	Episode  *sgam.Episode   `json:"episode,omitempty"`
 	Trace    *sgam.Trace     `json:"trace,omitempty"`
-	Error    *ErrorBody      `json:"error,omitempty"`
+	// Kept: prefer_source kept the stored fact; Pending: the write was held
+	// back as a candidate.
+	Kept       bool                `json:"kept,omitempty"`
+	Pending    *sgam.Candidate     `json:"pending,omitempty"`
+	Candidates *[]sgam.Candidate   `json:"candidates,omitempty"`
+	Hops       *[]sgam.Hop         `json:"hops,omitempty"`
+	Schema     *sgam.SchemaVersion `json:"schema,omitempty"`
+	Error      *ErrorBody          `json:"error,omitempty"`
 }
 
 // ErrorBody is the error of a failed line.
@@ -358,8 +403,23 @@ func (r *Runner) Exec(ctx context.Context, op Op) (Result, error) {
 			return Result{}, err
 		}
 		return written(w)
+	case "add":
+		w, err := r.Store.Add(ctx, sgam.Assertion{Key: key, Value: op.Value, ValidFrom: op.ValidFrom, Source: op.Source})
+		if err != nil {
+			return Result{}, err
+		}
+		return written(w)
+	case "remove":
+		w, err := r.Store.Remove(ctx, sgam.Retraction{Key: key, Value: op.Value, At: op.At, Source: op.Source})
+		if err != nil {
+			return Result{}, err
+		}
+		return written(w)
 	case "get":
 		f, err := r.Store.Get(ctx, key, at)
+		if sgam.IsSetError(err) {
+			return facts(r.Store.Members(ctx, key, at))
+		}
 		if err != nil {
 			return Result{}, err
 		}
@@ -377,13 +437,75 @@ func (r *Runner) Exec(ctx context.Context, op Op) (Result, error) {
 			return Result{}, err
 		}
 		return Result{OK: true, Trace: &tr}, nil
+	case "schema":
+		v, err := r.Store.ApplySchema(ctx, op.Schema, false)
+		if err != nil {
+			return Result{}, err
+		}
+		v.Body = nil
+		return Result{OK: true, Schema: &v}, nil
+	case "traverse":
+		var clock sgam.Clock = sgam.SystemClock{}
+		if r.Clock != nil {
+			clock = r.Clock
+		}
+		hops, err := sgam.Traverse(ctx, r.Store, clock, tenant, op.Subject, op.Path, at)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{OK: true, Hops: &hops}, nil
+	case "pending":
+		cs, err := r.Store.Pending(ctx, sgam.PendingQuery{Tenant: tenant, Subject: op.Subject})
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{OK: true, Candidates: &cs}, nil
+	case "confirm", "dismiss":
+		id, err := r.pendingID(ctx, tenant, op)
+		if err != nil {
+			return Result{}, err
+		}
+		if op.Name == "dismiss" {
+			return Result{OK: true}, r.Store.Dismiss(ctx, tenant, id)
+		}
+		w, err := r.Store.Confirm(ctx, tenant, id, op.EpisodeID)
+		if err != nil {
+			return Result{}, err
+		}
+		return written(w)
 	}
 	return Result{}, sgam.Errorf(sgam.Invalid, "op", "%q is not an operation", op.Name)
 }
 
 func written(w sgam.WriteResult) (Result, error) {
+	if w.Pending != nil {
+		return Result{OK: true, Pending: w.Pending}, nil
+	}
 	b, err := json.Marshal(w.Fact)
-	return Result{OK: true, NoChange: w.NoChange, Fact: b}, err
+	return Result{OK: true, NoChange: w.NoChange, Kept: w.Kept, Fact: b}, err
+}
+
+// pendingID resolves the candidate a confirm or dismiss names: by id, or
+// as the only pending candidate of subject.attribute (ids are random, so a
+// script cannot know them in advance).
+func (r *Runner) pendingID(ctx context.Context, tenant string, op Op) (string, error) {
+	if op.PendingID != "" {
+		return op.PendingID, nil
+	}
+	cs, err := r.Store.Pending(ctx, sgam.PendingQuery{Tenant: tenant, Subject: op.Subject, Limit: 10000})
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, c := range cs {
+		if c.Attribute == op.Attribute {
+			found = append(found, c.ID)
+		}
+	}
+	if len(found) != 1 {
+		return "", sgam.Errorf(sgam.NotFound, "pending_id", "%s.%s has %d pending candidates; name one by pending_id", op.Subject, op.Attribute, len(found))
+	}
+	return found[0], nil
 }
 
 func facts(fs []sgam.Fact, err error) (Result, error) {

@@ -1,5 +1,7 @@
 package temporal
 
+import "fmt"
+
 // KeyLedger applies a sequence of operations to one key in memory, for a
 // store that loads the key's believed rows once per transaction and writes
 // the outcome in bulk. Applying operations one by one through a KeyLedger
@@ -96,14 +98,19 @@ func (l *KeyLedger) Apply(op Op, source string, tx Instant, nextID func() int64)
 		switch parent := l.byID[nr.CopyOf]; {
 		case nr.CopyOf == 0:
 			ins.Source = source
+			ins.Version = op.Version
 			out.RowID = ins.ID
 		case parent != nil:
 			ins.Source = parent.Source
+			ins.Version = parent.Version
+			ins.Actor = parent.Actor
 			ins.EvidenceOf = parent.EvidenceOf
 			ins.Corroborations = append([]string(nil), parent.Corroborations...)
 		default:
 			orig := l.stored[nr.CopyOf]
 			ins.Source = orig.Source
+			ins.Version = orig.Version
+			ins.Actor = orig.Actor
 			if orig.Corroborated || l.corroborated[nr.CopyOf] {
 				ins.EvidenceOf = nr.CopyOf
 			}
@@ -113,6 +120,48 @@ func (l *KeyLedger) Apply(op Op, source string, tx Instant, nextID func() int64)
 		l.believed = append(l.believed, ins.Row)
 	}
 	return out, nil
+}
+
+// Rewrite replaces the value of the believed row id (a schema migration
+// retyping a value): the row is retracted and inserted again over the same
+// window with value and version, keeping its source, actor and evidence,
+// superseding it. Rows are not re-planned: the window does not change.
+func (l *KeyLedger) Rewrite(id int64, value []byte, version int, tx Instant, nextID func() int64) (Outcome, error) {
+	var old *Row
+	for i := range l.believed {
+		if l.believed[i].ID == id {
+			r := l.believed[i]
+			old = &r
+		}
+	}
+	if old == nil {
+		return Outcome{}, fmt.Errorf("rewrite: fact %d is not believed", id)
+	}
+	l.retract(id, tx)
+	ins := &Inserted{
+		Row: Row{ID: nextID(), ValidFrom: old.ValidFrom, ValidTo: old.ValidTo, Value: value, RecordedAt: tx, RetractedAt: Open,
+			Source: old.Source, Version: version, Actor: old.Actor},
+		Supersedes: id,
+	}
+	switch parent := l.byID[id]; {
+	case parent != nil:
+		ins.EvidenceOf = parent.EvidenceOf
+		ins.Corroborations = append([]string(nil), parent.Corroborations...)
+	case old.Corroborated || l.corroborated[id]:
+		ins.EvidenceOf = id
+	}
+	l.Inserted = append(l.Inserted, ins)
+	l.byID[ins.ID] = ins
+	l.believed = append(l.believed, ins.Row)
+	return Outcome{RowID: ins.ID}, nil
+}
+
+// RetractAll retracts every believed row of the key (a schema migration
+// moving the key's values to another attribute). It inserts nothing.
+func (l *KeyLedger) RetractAll(tx Instant) {
+	for len(l.believed) > 0 {
+		l.retract(l.believed[0].ID, tx)
+	}
 }
 
 // Row returns a row inserted by this ledger, or nil.

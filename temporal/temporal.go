@@ -26,6 +26,12 @@ type Row struct {
 	// both; KeyLedger carries them to shortened copies.
 	Source       string
 	Corroborated bool
+	// Version is the schema version the row was written under; KeyLedger
+	// stamps an operation's on its row and keeps a row's on its copies.
+	Version int
+	// Actor is the system actor that keeps a row without a source
+	// ("retention", "migration"); copies keep it.
+	Actor string
 }
 
 // Tombstone reports whether the row records the absence of a value.
@@ -43,6 +49,12 @@ func (r Row) BelievedAt(k Instant) bool { return r.RecordedAt <= k && k < r.Retr
 type Op struct {
 	ValidFrom Instant
 	Value     []byte
+	// Replace settles a different value at an equal valid_from in the
+	// operation's favour (conflict policy latest_recorded, a preferred
+	// source, a confirmed candidate): the existing row is retracted and the
+	// new value takes its window. Without it that is a *ConflictError.
+	Replace bool
+	Version int // schema version to stamp on the row carrying the value
 }
 
 // NewRow is a row a plan inserts.
@@ -93,6 +105,12 @@ func PlanWrite(believed []Row, op Op) (Plan, error) {
 	if prev != nil && prev.ValidFrom == op.ValidFrom {
 		if SameValue(prev.Value, op.Value) {
 			return Plan{Repeat: prev.ID}, nil
+		}
+		if op.Replace {
+			return Plan{
+				Retract: []int64{prev.ID},
+				Insert:  []NewRow{{ValidFrom: op.ValidFrom, ValidTo: prev.ValidTo, Value: op.Value, Supersedes: prev.ID}},
+			}, nil
 		}
 		return Plan{}, &ConflictError{Existing: *prev, Op: op}
 	}

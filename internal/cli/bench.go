@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
@@ -45,30 +44,10 @@ store to check that the cost per operation grows slowly with size.`,
 				fmt.Fprintf(a.stderr, "bench: no reference recipe at %s; measuring sgam alone\n", opts.Reference)
 				opts.Reference = ""
 			}
-			var bar *progressbar.ProgressBar
-			phase := ""
-			opts.Progress = func(p string, done, total int) {
-				if !isTerminal(a.stderr) {
-					if p != phase {
-						fmt.Fprintf(a.stderr, "bench: %s\n", p)
-						phase = p
-					}
-					return
-				}
-				if p != phase {
-					if bar != nil {
-						bar.Finish()
-					}
-					bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(p),
-						progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
-					phase = p
-				}
-				bar.Set(min(done, total))
-			}
+			progress := &phases{a: a, prefix: "bench"}
+			opts.Progress = progress.update
 			res, err := bench.Run(a.ctx, opts)
-			if bar != nil {
-				bar.Finish()
-			}
+			progress.finish()
 			if err != nil {
 				return err
 			}

@@ -127,12 +127,18 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 	root.AddCommand(
 		a.demoCommand(),
 		a.initCommand(),
+		a.schemaCommand(), a.migrateCommand(),
 		a.assertCommand(), a.retractCommand(),
-		a.getCommand(), a.stateCommand(), a.historyCommand(), a.traceCommand(),
+	)
+	root.AddCommand(a.memberCommands()...)
+	root.AddCommand(
+		a.getCommand(), a.stateCommand(), a.historyCommand(), a.traceCommand(), a.traverseCommand(),
+		a.pendingCommand(),
 		a.episodeCommand(),
 		a.replayCommand(),
 		a.exportCommand(), a.importCommand(),
 		a.checkCommand(),
+		a.forgetCommand(), a.expireCommand(), a.compactCommand(), a.receiptsCommand(),
 		a.benchCommand(),
 	)
 	for _, c := range root.Commands() {

@@ -102,7 +102,14 @@ func (a *app) printWrite(r sgam.WriteResult) error {
 	if a.jsonOut {
 		return a.printJSON(r)
 	}
-	if r.NoChange {
+	switch {
+	case r.Pending != nil:
+		c := r.Pending
+		fmt.Fprintf(a.stdout, "held pending as %s (%s): confirm with 'sgam pending confirm %s --episode E', or dismiss it\n", c.ID, c.Reason, c.ID)
+		return nil
+	case r.Kept:
+		fmt.Fprintln(a.stdout, "kept: a higher-ranked source already gives another value at that instant (conflict policy prefer_source); nothing written")
+	case r.NoChange:
 		fmt.Fprintln(a.stdout, "no change: the same value already starts at that instant; the source was added as evidence")
 	}
 	printFact(a.stdout, r.Fact)
@@ -119,7 +126,8 @@ func (a *app) getCommand() *cobra.Command {
   --as-of V     what was true in the world at V (default now)
   --known-at K  as the store believed it at K (default now)
 
-Prints "(no value)" when there was none: never asserted, or retracted.`,
+Prints "(no value)" when there was none: never asserted, or retracted. On a
+set (cardinality many) it prints the members at those instants.`,
 		Example: `  sgam get mira passport_deadline
   sgam get mira passport_deadline --as-of 2026-06-02T00:00:00Z
   sgam get mira passport_deadline --as-of 2026-06-04T00:00:00Z --known-at 2026-06-03T09:59:00Z`,
@@ -135,6 +143,21 @@ Prints "(no value)" when there was none: never asserted, or retracted.`,
 			}
 			defer s.Close()
 			f, err := s.Get(a.ctx, a.key(args[0], args[1]), at)
+			if sgam.IsSetError(err) {
+				members, err := s.Members(a.ctx, a.key(args[0], args[1]), at)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(members)
+				}
+				if len(members) == 0 {
+					fmt.Fprintln(a.stdout, "(no members)")
+					return nil
+				}
+				printFacts(a.stdout, members, true)
+				return nil
+			}
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/schema"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
@@ -23,21 +24,35 @@ type Op struct {
 	Key    sgam.Key
 	Op     temporal.Op
 	Source string
+	// Policy settles a different value at an equal valid_from ("" is
+	// reject); Sensitive holds the value pending unless its source is
+	// user_confirmed; Set marks a set member's op. Gov fills them in.
+	Policy    schema.Policy
+	Sensitive bool
+	Set       bool
+
+	// Kind is Write (the temporal rules), or a schema migration's Rewrite
+	// (RowID's value replaced, window kept) or RetractAll (every believed
+	// row of the key retracted). Migrated marks a migration's write: at a
+	// conflict the stored row, newer than the migrated one, is kept.
+	Kind     OpKind
+	RowID    int64
+	Migrated bool
 }
 
-// CheckAssertions validates a batch of assertions, naming a bad one
-// "assertions[i]", and returns their Ops.
-func CheckAssertions(l sgam.Limits, as []sgam.Assertion) ([]Op, error) {
-	ops := make([]Op, len(as))
-	for i, a := range as {
-		a, err := l.CheckAssertion(a)
-		if err != nil {
-			return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
-		}
-		ops[i] = AssertionOp(a)
-	}
-	return ops, nil
-}
+// OpKind says how Apply treats an op.
+type OpKind int
+
+// Op kinds.
+const (
+	Write OpKind = iota
+	Rewrite
+	RetractAll
+)
+
+// fullWindow loads every believed row of a key: the valid instants
+// CheckTime allows.
+var fullWindow = [2]int64{sgam.Micros(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)), sgam.Micros(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC))}
 
 // AssertionOp turns a validated assertion into an Op.
 func AssertionOp(a sgam.Assertion) Op {
@@ -53,13 +68,24 @@ func RetractionOp(r sgam.Retraction) Op {
 type Batch struct {
 	Ops []Op
 	// Keys are the distinct keys of Ops, in the order first seen.
-	Keys     []sgam.Key
+	Keys []sgam.Key
+	// Gov is the schema the ops were validated under: its version is
+	// checked by the driver inside the transaction, its source ranks used
+	// by prefer_source.
+	Gov Gov
+	// Pending lists the candidates Apply held back, for the driver to store.
+	Pending []sgam.Candidate
+
 	keys     map[sgam.Key]*keyState
 	outcomes []temporal.Outcome
+	pending  []*sgam.Candidate // by op
+	kept     []bool            // by op: prefer_source kept the existing row
+	kinds    map[EpisodeRef]string
 }
 
 type keyState struct {
 	tmin, tmax int64
+	loaded     []temporal.Row
 	ledger     *temporal.KeyLedger
 }
 
@@ -67,14 +93,18 @@ type keyState struct {
 func New(ops []Op) *Batch {
 	b := &Batch{Ops: ops, keys: make(map[sgam.Key]*keyState)}
 	for _, o := range ops {
+		tmin, tmax := o.Op.ValidFrom, o.Op.ValidFrom
+		if o.Kind != Write {
+			tmin, tmax = fullWindow[0], fullWindow[1]
+		}
 		ks := b.keys[o.Key]
 		if ks == nil {
-			b.keys[o.Key] = &keyState{tmin: o.Op.ValidFrom, tmax: o.Op.ValidFrom}
+			b.keys[o.Key] = &keyState{tmin: tmin, tmax: tmax}
 			b.Keys = append(b.Keys, o.Key)
 			continue
 		}
-		ks.tmin = min(ks.tmin, o.Op.ValidFrom)
-		ks.tmax = max(ks.tmax, o.Op.ValidFrom)
+		ks.tmin = min(ks.tmin, tmin)
+		ks.tmax = max(ks.tmax, tmax)
 	}
 	return b
 }
@@ -90,6 +120,7 @@ func (b *Batch) Window(k sgam.Key) (tmin, tmax int64) {
 // SetBelieved gives the loaded believed rows of k. Every key needs it
 // before Apply.
 func (b *Batch) SetBelieved(k sgam.Key, rows []temporal.Row) {
+	b.keys[k].loaded = rows
 	b.keys[k].ledger = temporal.NewKeyLedger(rows)
 }
 
@@ -99,12 +130,45 @@ func (b *Batch) SetBelieved(k sgam.Key, rows []temporal.Row) {
 // "field[i]" when field is not empty (for batches).
 func (b *Batch) Apply(now int64, nextID func() int64, field string) error {
 	b.outcomes = make([]temporal.Outcome, len(b.Ops))
+	b.pending, b.kept, b.Pending = make([]*sgam.Candidate, len(b.Ops)), make([]bool, len(b.Ops)), nil
+	// pend appends to Pending and points into it: reserve room so that the
+	// pointers stay valid.
+	for _, o := range b.Ops {
+		if o.Sensitive || o.Policy == schema.Review {
+			b.Pending = make([]sgam.Candidate, 0, len(b.Ops))
+			break
+		}
+	}
 	for i, o := range b.Ops {
 		ks := b.keys[o.Key]
 		if ks.ledger == nil {
 			ks.ledger = temporal.NewKeyLedger(nil)
 		}
+		switch o.Kind {
+		case Rewrite:
+			out, err := ks.ledger.Rewrite(o.RowID, o.Op.Value, o.Op.Version, now, nextID)
+			if err != nil {
+				return err
+			}
+			b.outcomes[i] = out
+			continue
+		case RetractAll:
+			ks.ledger.RetractAll(now)
+			b.outcomes[i] = temporal.Outcome{}
+			continue
+		}
+		if o.Sensitive && o.Op.Value != nil && b.kind(o.Key.Tenant, o.Source) != sgam.KindUserConfirmed {
+			b.pend(i, o, sgam.ReasonSensitive, nil, now)
+			continue
+		}
 		out, err := ks.ledger.Apply(o.Op, o.Source, now, nextID)
+		var ce *temporal.ConflictError
+		if errors.As(err, &ce) {
+			var settled bool
+			if settled, err = b.settle(i, o, ce, now, nextID); settled {
+				continue
+			}
+		}
 		if err != nil {
 			err = Conflict(o, err)
 			if field != "" {
@@ -116,6 +180,34 @@ func (b *Batch) Apply(now int64, nextID func() int64, field string) error {
 	}
 	return nil
 }
+
+// Actors lists the inserted rows that carry a system actor instead of a
+// source (copies of such rows, and a migration's writes of them), by actor,
+// for the driver to set after inserting.
+func (b *Batch) Actors() map[string][]int64 {
+	var out map[string][]int64
+	for _, k := range b.Keys {
+		for _, ins := range b.keys[k].ledger.Inserted {
+			actor := ins.Actor
+			if actor == "" && ins.Source == "" {
+				actor = ActorMigration
+			}
+			if actor != "" {
+				if out == nil {
+					out = map[string][]int64{}
+				}
+				out[actor] = append(out[actor], ins.ID)
+			}
+		}
+	}
+	return out
+}
+
+// System actors: what keeps a fact row that has no source episode.
+const (
+	ActorMigration = "migration" // migrated from a row that had none
+	ActorRetention = "retention" // its attribute's retention outlived its episodes
+)
 
 // Ledger returns k's ledger after Apply: what to retract, insert and link.
 func (b *Batch) Ledger(k sgam.Key) *temporal.KeyLedger { return b.keys[k].ledger }
@@ -135,6 +227,9 @@ func (b *Batch) Inserted() bool {
 // driver can commit in the same round trip as the writes when it won't.
 func (b *Batch) NeedsReads() bool {
 	for i, o := range b.Ops {
+		if b.pending[i] != nil || o.Kind == RetractAll {
+			continue
+		}
 		if ins := b.keys[o.Key].ledger.Row(b.outcomes[i].RowID); ins == nil || ins.EvidenceOf != 0 {
 			return true
 		}
@@ -149,6 +244,13 @@ func (b *Batch) NeedsReads() bool {
 func (b *Batch) Results(read func(k sgam.Key, id int64) (sgam.Fact, error)) ([]sgam.WriteResult, error) {
 	out := make([]sgam.WriteResult, len(b.Ops))
 	for i, o := range b.Ops {
+		if c := b.pending[i]; c != nil {
+			out[i] = sgam.WriteResult{Pending: c}
+			continue
+		}
+		if o.Kind == RetractAll {
+			continue
+		}
 		oc := b.outcomes[i]
 		var f sgam.Fact
 		if ins := b.keys[o.Key].ledger.Row(oc.RowID); ins != nil && ins.EvidenceOf == 0 {
@@ -159,7 +261,7 @@ func (b *Batch) Results(read func(k sgam.Key, id int64) (sgam.Fact, error)) ([]s
 				return nil, err
 			}
 		}
-		out[i] = sgam.WriteResult{Fact: f, NoChange: oc.Repeat}
+		out[i] = sgam.WriteResult{Fact: f, NoChange: oc.Repeat || b.kept[i], Kept: b.kept[i]}
 	}
 	return out, nil
 }
@@ -171,7 +273,7 @@ func InsertedFact(k sgam.Key, ins *temporal.Inserted) sgam.Fact {
 		Value: ins.Value, Tombstone: ins.Value == nil,
 		ValidFrom: sgam.FromMicros(ins.ValidFrom), ValidTo: TimeOrNil(ins.ValidTo),
 		RecordedAt: sgam.FromMicros(ins.RecordedAt), RetractedAt: TimeOrNil(ins.RetractedAt),
-		Sources: ins.Sources(),
+		Sources: ins.Sources(), SchemaVersion: ins.Version,
 	}
 	if k.Member != "" {
 		f.Member = json.RawMessage(k.Member)
@@ -363,7 +465,7 @@ func IsPlaceholder(e sgam.Episode) bool {
 // counts only when the caller gave it: a retry that defaulted it to "now"
 // is still a repeat.
 func SameEpisode(have, e sgam.Episode, explicitTime bool) bool {
-	return have.Session == e.Session && have.Kind == e.Kind && have.Content == e.Content &&
+	return have.Session == e.Session && have.Kind == e.Kind && have.Retention == e.Retention && have.Content == e.Content &&
 		bytes.Equal(have.Metadata, e.Metadata) && have.IdempotencyKey == e.IdempotencyKey &&
 		(!explicitTime || have.OccurredAt.Equal(e.OccurredAt)) && (e.ID == "" || have.ID == e.ID)
 }

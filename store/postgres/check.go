@@ -44,8 +44,11 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 		out = keys.Done()
 		for _, c := range []struct{ rule, query, message string }{
 			{"evidence", `SELECT f.fact_id, f.tenant_id, f.subject, f.attribute FROM facts f
-				WHERE f.source IS NULL AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)`,
-				"fact %d has no evidence episode"},
+				WHERE f.source IS NULL AND f.actor IS NULL
+				  AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)`,
+				"fact %d has no evidence episode and no system actor"},
+			{"member", `SELECT fact_id, tenant_id, subject, attribute FROM facts WHERE member <> '' AND value_text IS NOT NULL AND value_text <> member`,
+				"fact %d of a set holds a value other than its member"},
 			{"foreign_key", `SELECT f.fact_id, f.tenant_id, f.subject, f.attribute FROM facts f
 				WHERE f.source IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.tenant_id = f.tenant_id AND e.episode_id = f.source)`,
 				"fact %d cites a missing source episode"},

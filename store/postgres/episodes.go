@@ -11,12 +11,12 @@ import (
 	"github.com/sgam-dev/sgam/store/ledger"
 )
 
-const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, '')`
+const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, '')`
 
 func scanEpisode(row pgx.Row) (sgam.Episode, error) {
 	var e sgam.Episode
 	var metadata *string
-	if err := row.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &e.OccurredAt, &e.RecordedAt, &metadata, &e.IdempotencyKey); err != nil {
+	if err := row.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &e.OccurredAt, &e.RecordedAt, &metadata, &e.IdempotencyKey, &e.Retention); err != nil {
 		return e, err
 	}
 	e.OccurredAt, e.RecordedAt = e.OccurredAt.UTC(), e.RecordedAt.UTC()
@@ -50,6 +50,10 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 	if err != nil {
 		return e, err
 	}
+	// The class must be an identifier, and one the schema in force declares.
+	if err := s.readGov().CheckRetention(e.Retention); err != nil {
+		return e, err
+	}
 	if e.ID == "" && e.IdempotencyKey == "" {
 		e.ID = ledger.NewEpisodeID()
 	}
@@ -66,7 +70,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 				if in.ID == "" {
 					in.ID = have.ID
 				}
-				if !ledger.SameEpisode(have, in, explicitTime) {
+				if !sameEpisode(have, in, explicitTime) {
 					return sgam.Errorf(sgam.Conflict, "idempotency_key", "episode %s was already captured under idempotency key %q with different content", have.ID, in.IdempotencyKey)
 				}
 				out = have
@@ -86,9 +90,9 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 				return err
 			}
 			in.RecordedAt = recorded
-			_, err = tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, in.Tenant, in.ID, in.Session, in.Kind, in.Content, in.OccurredAt,
-				in.RecordedAt, nullString(string(in.Metadata)), nullString(in.IdempotencyKey))
+			_, err = tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, in.Tenant, in.ID, in.Session, in.Kind, in.Content, in.OccurredAt,
+				in.RecordedAt, nullString(string(in.Metadata)), nullString(in.IdempotencyKey), nullString(in.Retention))
 			if err != nil {
 				return err
 			}
@@ -100,12 +104,12 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 			// A write named this episode before it was captured: fill it in,
 			// keeping when the store first heard of it.
 			in.RecordedAt = have.RecordedAt
-			_, err = tx.Exec(ctx, `UPDATE episodes SET session = $3, kind = $4, content = $5, occurred_at = $6, metadata = $7, idempotency_key = $8
+			_, err = tx.Exec(ctx, `UPDATE episodes SET session = $3, kind = $4, content = $5, occurred_at = $6, metadata = $7, idempotency_key = $8, retention = $9
 				WHERE tenant_id = $1 AND episode_id = $2`, in.Tenant, in.ID, in.Session, in.Kind, in.Content, in.OccurredAt,
-				nullString(string(in.Metadata)), nullString(in.IdempotencyKey))
+				nullString(string(in.Metadata)), nullString(in.IdempotencyKey), nullString(in.Retention))
 			out = in
 			return err
-		case ledger.SameEpisode(have, in, explicitTime):
+		case sameEpisode(have, in, explicitTime):
 			out = have
 			return nil
 		default:
@@ -128,6 +132,11 @@ func (s *Store) instant(ctx context.Context, tx pgx.Tx) (time.Time, error) {
 	us := max(sgam.Micros(now), s.txHigh.Load(), floor)
 	raise(&s.txHigh, us)
 	return sgam.FromMicros(us), nil
+}
+
+// sameEpisode is ledger.SameEpisode, the retention class included.
+func sameEpisode(have, e sgam.Episode, explicitTime bool) bool {
+	return ledger.SameEpisode(have, e, explicitTime) && have.Retention == e.Retention
 }
 
 func nullString(s string) *string {

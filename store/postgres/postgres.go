@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
 )
 
 //go:embed migrations/*.sql
@@ -50,6 +51,9 @@ type Store struct {
 	// txHigh is the latest transaction instant this process wrote: with a
 	// Clock set back, later writes still happen after it.
 	txHigh atomic.Int64
+	// gov is the schema writes were last validated under; every write
+	// checks its version inside the transaction (see load).
+	gov atomic.Pointer[ledger.Gov]
 }
 
 var _ sgam.Store = (*Store)(nil)
@@ -82,6 +86,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		err = s.checkSchema(ctx)
 	} else {
 		err = s.migrate(ctx)
+	}
+	if err == nil {
+		_, err = s.loadGov(ctx, s.pool, -1)
 	}
 	if err != nil {
 		pool.Close()
@@ -141,6 +148,15 @@ func (s *Store) Retries() int64 { return s.retried.Load() }
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Now returns the store's notion of now: the Clock, or the database's.
+// wallNow is the store clock, or this machine's: for what needs no
+// database round trip (resolving a dual-read window).
+func (s *Store) wallNow() time.Time {
+	if s.clock != nil {
+		return s.clock.Now()
+	}
+	return time.Now()
+}
+
 func (s *Store) Now() time.Time {
 	if s.clock != nil {
 		return s.clock.Now()
@@ -159,6 +175,7 @@ const (
 	lockClass     = 0x7367616d // "sgam"
 	migrationLock = 1
 	sequenceLock  = 2
+	schemaLock    = 3
 )
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -315,6 +332,9 @@ func retryable(err error) bool {
 			return true
 		}
 		return false
+	}
+	if errors.Is(err, errSchemaChanged) {
+		return true
 	}
 	return pgconn.SafeToRetry(err)
 }

@@ -114,6 +114,19 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	if err := key.Check(); err != nil {
 		return nil, err
 	}
+	g := s.readGov()
+	if err := g.CheckGet(key); err != nil {
+		return nil, err
+	}
+	for _, k := range g.ReadKeys(key, s.wallNow()) {
+		if f, err := s.get(ctx, k, at); f != nil || err != nil {
+			return f, err
+		}
+	}
+	return nil, nil
+}
+
+func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
 	v, k, err := s.instants(at)
 	if err != nil {
 		return nil, err
@@ -176,10 +189,17 @@ func (s *Store) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.F
 		return nil, err
 	}
 	asOfSQL, knownSQL, times := readInstants(v, k, 4)
-	return s.queryFacts(ctx, key.Tenant, "members of "+key.String(), `SELECT `+factColumns(knownSQL)+` FROM facts f
+	var out []sgam.Fact
+	for _, key := range s.readGov().ReadKeys(key, s.wallNow()) {
+		out, err = s.queryFacts(ctx, key.Tenant, "members of "+key.String(), `SELECT `+factColumns(knownSQL)+` FROM facts f
 		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND valid_from <= `+asOfSQL+` AND (valid_to IS NULL OR valid_to > `+asOfSQL+`)
 		  AND recorded_at <= `+knownSQL+` AND (retracted_at IS NULL OR retracted_at > `+knownSQL+`) AND value_text IS NOT NULL
 		ORDER BY member`, append([]any{key.Tenant, key.Subject, key.Attribute}, times...)...)
+		if err != nil || len(out) > 0 {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // History implements sgam.Store.
@@ -187,6 +207,7 @@ func (s *Store) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) 
 	if err := key.Check(); err != nil {
 		return nil, err
 	}
+	key = s.readGov().ReadKeys(key, s.wallNow())[0]
 	return s.queryFacts(ctx, key.Tenant, "history of "+key.String(), `SELECT `+factColumns("'infinity'")+` FROM facts f
 		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND ($4 = '' OR member = $4) ORDER BY fact_id`, key.Tenant, key.Subject, key.Attribute, key.Member)
 }

@@ -17,18 +17,20 @@ import (
 // its source, and its evidence links with the instants they were made.
 var storedFactColumns = factColumns("'infinity'") + `, f.source,
 	(SELECT array_agg(e.episode_id ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id),
-	(SELECT array_agg(e.recorded_at ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)`
+	(SELECT array_agg(e.recorded_at ORDER BY e.recorded_at, e.episode_id) FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id),
+	coalesce(f.actor, '')`
 
 // scanStoredFact reads a row of storedFactColumns.
 func scanStoredFact(row pgx.Row) (sgam.StoredFact, error) {
 	var source *string
 	var ids []string
 	var ats []time.Time
-	f, err := scanFact(row, &source, &ids, &ats)
+	var actor string
+	f, err := scanFact(row, &source, &ids, &ats, &actor)
 	if err != nil {
 		return sgam.StoredFact{}, err
 	}
-	sf := sgam.StoredFact{Fact: f, Evidence: []sgam.Evidence{}}
+	sf := sgam.StoredFact{Fact: f, Evidence: []sgam.Evidence{}, Actor: actor}
 	if source != nil {
 		sf.Source = *source
 	}
@@ -113,15 +115,18 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 			have, err := scanEpisode(tx.QueryRow(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = $2`, e.Tenant, e.ID))
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
-				if _, err := tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, e.OccurredAt,
-					e.RecordedAt, nullString(string(e.Metadata)), nullString(e.IdempotencyKey)); err != nil {
+				if err := (ledger.Gov{}).CheckRetention(e.Retention); err != nil {
+					return sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, e.OccurredAt,
+					e.RecordedAt, nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention)); err != nil {
 					return err
 				}
 				st.Episodes++
 			case err != nil:
 				return err
-			case sgam.EpisodesEqual(have, e):
+			case sgam.EpisodesEqual(have, e) && have.Retention == e.Retention:
 				st.EpisodesPresent++
 			default:
 				return sgam.Errorf(sgam.Conflict, fmt.Sprintf("episodes[%d]", i), "tenant %s already has a different episode %s", e.Tenant, e.ID)
@@ -135,6 +140,8 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		var rows factRows
 		var ev links
 		var maxID int64
+		var actorTenants, actors []string
+		var actorIDs []int64
 		for _, i := range plan.Fresh {
 			f := b.Facts[i]
 			var value *string
@@ -146,6 +153,9 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 				nullString(f.Source), int32(f.SchemaVersion))
 			for _, e := range f.Evidence {
 				ev.add(f.Tenant, f.ID, e.EpisodeID, e.RecordedAt)
+			}
+			if f.Actor != "" {
+				actorTenants, actorIDs, actors = append(actorTenants, f.Tenant), append(actorIDs, f.ID), append(actors, f.Actor)
 			}
 			maxID = max(maxID, f.ID)
 			st.Facts++
@@ -161,6 +171,10 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		bt.Queue(insertFactsSQL, rows.args()...)
 		if len(ev.ids) > 0 {
 			bt.Queue(linksSQL, ev.tenants, ev.ids, ev.episodes, ev.at)
+		}
+		if len(actorIDs) > 0 {
+			bt.Queue(`UPDATE facts f SET actor = a.actor FROM unnest($1::text[], $2::bigint[], $3::text[]) AS a(t, id, actor)
+				WHERE f.tenant_id = a.t AND f.fact_id = a.id`, actorTenants, actorIDs, actors)
 		}
 		// Writes after the import happen after its transaction times.
 		bt.Queue(`UPDATE sgam_meta SET value = greatest(value, $1) WHERE key = 'tx_floor'`, sgam.Micros(b.LatestInstant()))

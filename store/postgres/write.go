@@ -16,28 +16,22 @@ import (
 
 // Assert implements sgam.Store.
 func (s *Store) Assert(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
-	a, err := s.limits.CheckAssertion(a)
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	res, err := s.write(ctx, []ledger.Op{ledger.AssertionOp(a)}, "")
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	return res[0], nil
+	return s.writeOne(ctx, ledger.AssertOne(s.limits, a, false))
+}
+
+// Add implements sgam.Store.
+func (s *Store) Add(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
+	return s.writeOne(ctx, ledger.AssertOne(s.limits, a, true))
 }
 
 // Retract implements sgam.Store.
 func (s *Store) Retract(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
-	r, err := s.limits.CheckRetraction(r)
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	res, err := s.write(ctx, []ledger.Op{ledger.RetractionOp(r)}, "")
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	return res[0], nil
+	return s.writeOne(ctx, ledger.RetractOne(s.limits, r, false))
+}
+
+// Remove implements sgam.Store.
+func (s *Store) Remove(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
+	return s.writeOne(ctx, ledger.RetractOne(s.limits, r, true))
 }
 
 // AssertMany implements sgam.Store.
@@ -45,11 +39,29 @@ func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.Wri
 	if len(as) == 0 {
 		return nil, nil
 	}
-	ops, err := ledger.CheckAssertions(s.limits, as)
+	build, err := ledger.AssertAll(s.limits, as)
 	if err != nil {
 		return nil, err
 	}
-	return s.write(ctx, ops, "assertions")
+	return s.write(ctx, writeReq{build: build, batch: "assertions"})
+}
+
+func (s *Store) writeOne(ctx context.Context, build ledger.Build) (sgam.WriteResult, error) {
+	res, err := s.write(ctx, writeReq{build: build})
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	return res[0], nil
+}
+
+// writeReq is one write transaction: build turns the input into ops under
+// the schema in force; batch names the operations in errors
+// ("assertions[i]"), empty for a single write; confirm is a pending
+// candidate to delete in the same transaction.
+type writeReq struct {
+	build   ledger.Build
+	batch   string
+	confirm *sgam.Candidate
 }
 
 // windowSQL loads, for each key (arrays of tenant, subject, attribute,
@@ -62,7 +74,7 @@ func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.Wri
 // a fast-growing table. "Believed" is spelled so that the planner cannot
 // pick the exclusion constraint's partial GiST index instead, which holds
 // the same rows but cannot return them in order.
-const windowSQL = `SELECT k.i, f.fact_id, f.value_text, f.valid_from, f.valid_to, f.recorded_at, f.source,
+const windowSQL = `SELECT k.i, f.fact_id, f.value_text, f.valid_from, f.valid_to, f.recorded_at, f.source, f.schema_version, f.actor,
 		EXISTS (SELECT 1 FROM evidence e WHERE e.tenant_id = f.tenant_id AND e.fact_id = f.fact_id)
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
 		WITH ORDINALITY AS k(tenant, subject, attribute, member, tmin, tmax, i)
@@ -85,25 +97,32 @@ const windowSQL = `SELECT k.i, f.fact_id, f.value_text, f.valid_from, f.valid_to
 
 // write applies ops in order in one transaction at one transaction
 // instant. batch names the operations in errors ("assertions[i]").
-func (s *Store) write(ctx context.Context, ops []ledger.Op, batch string) ([]sgam.WriteResult, error) {
-	tenant := ops[0].Key.Tenant
-	for _, o := range ops {
-		if o.Key.Tenant != tenant {
-			tenant = allTenants // a batch across tenants is an administrative load
-			break
-		}
-	}
+func (s *Store) write(ctx context.Context, req writeReq) ([]sgam.WriteResult, error) {
 	var results []sgam.WriteResult
 	var instant int64
-	// Two round trips: BEGIN, locks, clock, ids and the keys' rows; then the
-	// writes and COMMIT (a third when results must be read back first).
+	// Two round trips: BEGIN, locks, clock, schema version, ids and the
+	// keys' rows; then the writes and COMMIT (a third when results must be
+	// read back first, or episode kinds read for the conflict policies).
 	err := s.inConn(ctx, "write", func(c *pgxpool.Conn) error {
-		b := ledger.New(ops)
-		ids, now, err := s.load(ctx, c, tenant, b, 2*len(ops)) // an operation inserts at most two rows
+		gov := s.readGov()
+		ops, err := req.build(gov, s.wallNow())
 		if err != nil {
 			return err
 		}
-		if err := b.Apply(now, func() int64 { id := ids[0]; ids = ids[1:]; return id }, batch); err != nil {
+		b := ledger.New(ops)
+		b.Gov = gov
+		ids, now, err := s.load(ctx, c, b, 2*len(ops), req.confirm, true) // an operation inserts at most two rows
+		if err != nil {
+			return err
+		}
+		if refs := b.KindsNeeded(); len(refs) > 0 {
+			kinds, err := episodeKinds(ctx, c, refs)
+			if err != nil {
+				return err
+			}
+			b.SetKinds(kinds)
+		}
+		if err := b.Apply(now, func() int64 { id := ids[0]; ids = ids[1:]; return id }, req.batch); err != nil {
 			return err
 		}
 		reads := b.NeedsReads()
@@ -135,10 +154,26 @@ func (s *Store) write(ctx context.Context, ops []ledger.Op, batch string) ([]sga
 	return results, nil
 }
 
-// load begins the transaction, takes the keys' advisory locks, reads the
-// transaction instant, draws nIDs fact ids and loads each key's window of
-// believed rows, in one round trip.
-func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *ledger.Batch, nIDs int) ([]int64, int64, error) {
+// batchSender is a connection or a transaction.
+type batchSender interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+// load begins the transaction (unless begin is false: the caller did), takes the keys' advisory locks, reads the
+// transaction instant and schema version, deletes the confirmed candidate,
+// draws nIDs fact ids and loads each key's window of believed rows, in one
+// round trip. When another process applied a schema since b's ops were
+// built, it loads the new schema and returns errSchemaChanged, to run the
+// write again from the start.
+func (s *Store) load(ctx context.Context, c batchSender, b *ledger.Batch, nIDs int, confirm *sgam.Candidate, begin bool) ([]int64, int64, error) {
+	tenant := b.Keys[0].Tenant
+	for _, k := range b.Keys {
+		if k.Tenant != tenant {
+			tenant = allTenants // a batch across tenants is an administrative load
+			break
+		}
+	}
 	n := len(b.Keys)
 	tenants, subjects, attributes, members := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	tmins, tmaxs := make([]time.Time, n), make([]time.Time, n)
@@ -148,23 +183,50 @@ func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *led
 		tmins[i], tmaxs[i] = sgam.FromMicros(tmin), sgam.FromMicros(tmax)
 	}
 	bt := &pgx.Batch{}
-	bt.Queue("BEGIN")
+	if begin {
+		bt.Queue("BEGIN")
+	}
 	bt.Queue(scopeSQL, tenant)
 	bt.Queue(lockSQL, keyLocks(b.Keys))
-	bt.Queue(`SELECT clock_timestamp(), (SELECT value FROM sgam_meta WHERE key = 'tx_floor')`)
+	bt.Queue(`SELECT clock_timestamp(), (SELECT value FROM sgam_meta WHERE key = 'tx_floor'),
+		(SELECT coalesce(max(version), 0) FROM schemas)`)
+	if confirm != nil {
+		bt.Queue(`DELETE FROM pending WHERE tenant_id = $1 AND pending_id = $2`, confirm.Tenant, confirm.ID)
+	}
 	bt.Queue(`SELECT nextval('fact_ids') FROM generate_series(1, $1) ORDER BY 1`, nIDs)
 	bt.Queue(windowSQL, tenants, subjects, attributes, members, tmins, tmaxs)
 	br := c.SendBatch(ctx, bt)
 	defer br.Close()
-	for range 3 { // BEGIN, scope, locks
+	steps := 2 // scope, locks
+	if begin {
+		steps++
+	}
+	for range steps {
 		if _, err := br.Exec(); err != nil {
 			return nil, 0, err
 		}
 	}
 	var dbNow time.Time
 	var floor int64
-	if err := br.QueryRow().Scan(&dbNow, &floor); err != nil {
+	var version int
+	if err := br.QueryRow().Scan(&dbNow, &floor, &version); err != nil {
 		return nil, 0, err
+	}
+	if confirm != nil {
+		tag, err := br.Exec()
+		if err != nil {
+			return nil, 0, err
+		}
+		if tag.RowsAffected() != 1 {
+			return nil, 0, sgam.Errorf(sgam.NotFound, "pending_id", "tenant %s has no pending candidate %q", confirm.Tenant, confirm.ID)
+		}
+	}
+	if version != b.Gov.Version {
+		br.Close()
+		if _, err := s.loadGov(ctx, c, version); err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, errSchemaChanged
 	}
 	idRows, err := br.Query()
 	if err != nil {
@@ -187,10 +249,10 @@ func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *led
 	for rows.Next() {
 		var i int64
 		var r temporal.Row
-		var value, source *string
+		var value, source, actor *string
 		var validFrom, recordedAt time.Time
 		var validTo *time.Time
-		if err := rows.Scan(&i, &r.ID, &value, &validFrom, &validTo, &recordedAt, &source, &r.Corroborated); err != nil {
+		if err := rows.Scan(&i, &r.ID, &value, &validFrom, &validTo, &recordedAt, &source, &r.Version, &actor, &r.Corroborated); err != nil {
 			rows.Close()
 			return nil, 0, err
 		}
@@ -199,6 +261,9 @@ func (s *Store) load(ctx context.Context, c *pgxpool.Conn, tenant string, b *led
 		}
 		if source != nil {
 			r.Source = *source
+		}
+		if actor != nil {
+			r.Actor = *actor
 		}
 		r.ValidFrom, r.RecordedAt, r.ValidTo, r.RetractedAt = sgam.Micros(validFrom), sgam.Micros(recordedAt), openOr(validTo), temporal.Open
 		// Transaction time never runs backwards for a key: a row is never
@@ -227,7 +292,7 @@ func flushBatch(b *ledger.Batch, now int64) *pgx.Batch {
 	seen := map[ledger.EpisodeRef]bool{}
 	for _, o := range b.Ops {
 		r := ledger.EpisodeRef{Tenant: o.Key.Tenant, ID: o.Source}
-		if !seen[r] {
+		if o.Source != "" && !seen[r] {
 			seen[r] = true
 			refs = append(refs, r)
 		}
@@ -296,6 +361,14 @@ func flushBatch(b *ledger.Batch, now int64) *pgx.Batch {
 	if len(added.ids) > 0 {
 		bt.Queue(linksSQL, added.tenants, added.ids, added.episodes, added.at)
 	}
+	for actor, ids := range b.Actors() {
+		bt.Queue(`UPDATE facts SET actor = $1 WHERE fact_id = ANY($2)`, actor, ids)
+	}
+	for _, c := range b.Pending {
+		bt.Queue(`INSERT INTO pending (`+pendingColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			c.Tenant, c.ID, c.Subject, c.Attribute, string(c.Member), string(c.Value), c.ValidFrom, c.Source, c.Reason,
+			c.ConflictsWith, c.RecordedAt, c.SchemaVersion)
+	}
 	return bt
 }
 
@@ -321,12 +394,12 @@ func (l *links) add(tenant string, id int64, episode string, at time.Time) {
 // factRows are fact rows to insert, as columns.
 type factRows struct {
 	tenants, subjects, attributes, members []string
-	ids                           []int64
-	values, sources               []*string
-	validFrom, recordedAt         []time.Time
-	validTo, retractedAt          []*time.Time
-	supersedes                    []*int64
-	schemaVersions                []int32
+	ids                                    []int64
+	values, sources                        []*string
+	validFrom, recordedAt                  []time.Time
+	validTo, retractedAt                   []*time.Time
+	supersedes                             []*int64
+	schemaVersions                         []int32
 }
 
 func (f *factRows) add(k sgam.Key, r *temporal.Inserted) {
@@ -345,7 +418,7 @@ func (f *factRows) add(k sgam.Key, r *temporal.Inserted) {
 		sup = &id
 	}
 	f.append(k, r.ID, value, sgam.FromMicros(r.ValidFrom), ledger.TimeOrNil(r.ValidTo), sgam.FromMicros(r.RecordedAt),
-		ledger.TimeOrNil(r.RetractedAt), sup, source, 0)
+		ledger.TimeOrNil(r.RetractedAt), sup, source, int32(r.Version))
 }
 
 func (f *factRows) append(k sgam.Key, id int64, value *string, validFrom time.Time, validTo *time.Time, recordedAt time.Time,

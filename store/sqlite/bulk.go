@@ -20,6 +20,7 @@ const (
 	bulkPlaceholders
 	bulkRetract
 	bulkWindow
+	bulkActor
 )
 
 type bulkSpec struct {
@@ -52,7 +53,7 @@ var bulkSpecs = map[bulkKind]bulkSpec{
 	bulkWindow: {
 		head: `WITH k (i, tenant, subject, attribute, member, tmin, tmax) AS (VALUES `,
 		row:  `(?,?,?,?,?,?,?)`, sep: ",",
-		tail: `) SELECT k.i, f.fact_id, f.value, f.valid_from, f.valid_to, f.recorded_at, f.source,
+		tail: `) SELECT k.i, f.fact_id, f.value, f.valid_from, f.valid_to, f.recorded_at, f.source, f.schema_version, f.actor,
 				EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id)
 			FROM k JOIN facts f ON f.tenant = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.member = k.member
 			WHERE f.retracted_at IS NULL
@@ -63,6 +64,10 @@ var bulkSpecs = map[bulkKind]bulkSpec{
 			        WHERE n.tenant = k.tenant AND n.subject = k.subject AND n.attribute = k.attribute AND n.member = k.member
 			          AND n.retracted_at IS NULL AND n.valid_from > k.tmax ORDER BY n.valid_from LIMIT 1), k.tmax)`,
 		cols: 7,
+	},
+	bulkActor: {
+		head: `UPDATE facts SET actor = ? WHERE fact_id IN (`,
+		row:  `?`, sep: ",", tail: `)`, lead: 1, cols: 1,
 	},
 	bulkRetract: {
 		head: `UPDATE facts SET retracted_at = ? WHERE retracted_at IS NULL AND fact_id IN (`,

@@ -47,13 +47,15 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 	// Row-level rules, each a query that lists offenders.
 	perFact := []struct{ rule, query, message string }{
 		{"evidence", `SELECT f.fact_id, f.tenant, f.subject, f.attribute FROM facts f
-			WHERE f.source IS NULL AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id)`,
-			"fact %d has no evidence episode"},
+			WHERE f.source IS NULL AND f.actor IS NULL AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id)`,
+			"fact %d has no evidence episode and no system actor"},
 		{"evidence_tenant", `SELECT DISTINCT f.fact_id, f.tenant, f.subject, f.attribute FROM evidence e JOIN facts f ON f.fact_id = e.fact_id
 			WHERE e.tenant <> f.tenant`,
 			"fact %d has evidence from another tenant"},
 		{"value", `SELECT fact_id, tenant, subject, attribute FROM facts WHERE value IS NOT NULL AND NOT json_valid(value)`,
 			"fact %d holds a value that is not valid JSON"},
+		{"member", `SELECT fact_id, tenant, subject, attribute FROM facts WHERE member <> '' AND value IS NOT NULL AND value <> member`,
+			"fact %d of a set holds a value other than its member"},
 	}
 	for _, c := range perFact {
 		rows, err := tx.QueryContext(ctx, c.query)

@@ -8,13 +8,13 @@ import (
 	"github.com/sgam-dev/sgam/store/ledger"
 )
 
-const episodeColumns = `tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, '')`
+const episodeColumns = `tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, '')`
 
 func scanEpisode(sc scanner) (sgam.Episode, error) {
 	var e sgam.Episode
 	var occurred, recorded int64
 	var metadata []byte
-	if err := sc.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &occurred, &recorded, &metadata, &e.IdempotencyKey); err != nil {
+	if err := sc.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &occurred, &recorded, &metadata, &e.IdempotencyKey, &e.Retention); err != nil {
 		return e, err
 	}
 	e.OccurredAt = sgam.FromMicros(occurred)
@@ -33,11 +33,24 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 	if err != nil {
 		return e, err
 	}
+	if err := (ledger.Gov{}).CheckRetention(e.Retention); err != nil {
+		return e, err
+	}
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return e, err
 	}
 	defer tx.rollback()
+	if e.Retention != "" {
+		// The class must be one the schema in force declares.
+		gov, err := s.currentGov(ctx)
+		if err != nil {
+			return e, err
+		}
+		if err := gov.CheckRetention(e.Retention); err != nil {
+			return e, err
+		}
+	}
 
 	if e.IdempotencyKey != "" {
 		have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND idempotency_key = ?2`, e.Tenant, e.IdempotencyKey))
@@ -46,7 +59,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 			if e.ID == "" {
 				e.ID = have.ID
 			}
-			if !ledger.SameEpisode(have, e, explicitTime) {
+			if !sameEpisode(have, e, explicitTime) {
 				return e, sgam.Errorf(sgam.Conflict, "idempotency_key", "episode %s was already captured under idempotency key %q with different content", have.ID, e.IdempotencyKey)
 			}
 			return have, nil
@@ -65,9 +78,9 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 			return e, err
 		}
 		e.RecordedAt = sgam.FromMicros(recorded)
-		if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
-			sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey)); err != nil {
+		if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
+			sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention)); err != nil {
 			return e, mapErr("add episode", err)
 		}
 	case err != nil:
@@ -76,12 +89,12 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 		// A write named this episode before it was captured: fill it in,
 		// keeping when the store first heard of it.
 		e.RecordedAt = have.RecordedAt
-		if _, err := s.w.ExecContext(ctx, `UPDATE episodes SET session = ?, kind = ?, content = ?, occurred_at = ?, metadata = ?, idempotency_key = ?
+		if _, err := s.w.ExecContext(ctx, `UPDATE episodes SET session = ?, kind = ?, content = ?, occurred_at = ?, metadata = ?, idempotency_key = ?, retention = ?
 			WHERE tenant = ? AND episode_id = ?`, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
-			nullString(string(e.Metadata)), nullString(e.IdempotencyKey), e.Tenant, e.ID); err != nil {
+			nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention), e.Tenant, e.ID); err != nil {
 			return e, mapErr("add episode", err)
 		}
-	case ledger.SameEpisode(have, e, explicitTime):
+	case sameEpisode(have, e, explicitTime):
 		return have, nil
 	default:
 		return e, sgam.Errorf(sgam.Conflict, "episode_id", "episode %s already exists with different content", e.ID)
@@ -90,6 +103,11 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, e
 		return e, err
 	}
 	return e, nil
+}
+
+// sameEpisode is ledger.SameEpisode, the retention class included.
+func sameEpisode(have, e sgam.Episode, explicitTime bool) bool {
+	return ledger.SameEpisode(have, e, explicitTime) && have.Retention == e.Retention
 }
 
 func nullString(s string) any {

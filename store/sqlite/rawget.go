@@ -2,8 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"

@@ -2,8 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"database/sql"
+	"encoding/json"
 	"strings"
 
 	"github.com/sgam-dev/sgam"
@@ -113,6 +113,19 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	if err := key.Check(); err != nil {
 		return nil, err
 	}
+	g := s.readGov()
+	if err := g.CheckGet(key); err != nil {
+		return nil, err
+	}
+	for _, k := range g.ReadKeys(key, s.clock.Now()) {
+		if f, err := s.get(ctx, k, at); f != nil || err != nil {
+			return f, err
+		}
+	}
+	return nil, nil
+}
+
+func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
 	asOf, knownAt, err := at.Resolve(s.clock.Now())
 	if err != nil {
 		return nil, err
@@ -181,8 +194,14 @@ func (s *Store) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.F
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.rst.members.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, sgam.Micros(asOf), sgam.Micros(knownAt))
-	return collectFacts(rows, err, "members of "+key.String())
+	var out []sgam.Fact
+	for _, k := range s.readGov().ReadKeys(key, s.clock.Now()) {
+		rows, err := s.rst.members.QueryContext(ctx, k.Tenant, k.Subject, k.Attribute, sgam.Micros(asOf), sgam.Micros(knownAt))
+		if out, err = collectFacts(rows, err, "members of "+k.String()); err != nil || len(out) > 0 {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // History implements sgam.Store.
@@ -190,6 +209,7 @@ func (s *Store) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) 
 	if err := key.Check(); err != nil {
 		return nil, err
 	}
+	key = s.readGov().ReadKeys(key, s.clock.Now())[0]
 	rows, err := s.rst.history.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, temporal.Open, key.Member)
 	return collectFacts(rows, err, "history of "+key.String())
 }

@@ -13,12 +13,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/ledger"
 )
 
 //go:embed migrations/*.sql
@@ -58,6 +60,7 @@ type Store struct {
 	gets *getPool
 
 	cache *currentCache // nil when off
+	gov   atomic.Pointer[ledger.Gov]
 }
 
 var _ sgam.Store = (*Store)(nil)
@@ -111,6 +114,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.wst.prepare(ctx, s.w); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if _, err := s.currentGov(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}

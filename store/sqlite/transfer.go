@@ -43,7 +43,7 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 
 	rows, err = tx.QueryContext(ctx, `SELECT `+factColumns("?2")+`, f.source,
 		(SELECT group_concat(e.episode_id || char(30) || e.recorded_at, char(31) ORDER BY e.recorded_at, e.episode_id)
-		   FROM evidence e WHERE e.fact_id = f.fact_id)
+		   FROM evidence e WHERE e.fact_id = f.fact_id), coalesce(f.actor, '')
 		FROM facts f WHERE ?1 = '' OR tenant = ?1 ORDER BY fact_id`, tenant, temporal.Open)
 	if err != nil {
 		return mapErr("export facts", err)
@@ -51,11 +51,12 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 	defer rows.Close()
 	for rows.Next() {
 		var links, source sql.NullString
-		f, err := scanFact(withExtra{rows, []any{&source, &links}})
+		var actor string
+		f, err := scanFact(withExtra{rows, []any{&source, &links, &actor}})
 		if err != nil {
 			return mapErr("export facts", err)
 		}
-		sf := sgam.StoredFact{Fact: f, Source: source.String, Evidence: []sgam.Evidence{}}
+		sf := sgam.StoredFact{Fact: f, Source: source.String, Evidence: []sgam.Evidence{}, Actor: actor}
 		if links.Valid {
 			for _, l := range strings.Split(links.String, "\x1f") {
 				id, at, _ := strings.Cut(l, "\x1e")
@@ -97,15 +98,18 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, e.Tenant, e.ID))
 		switch {
 		case err == sql.ErrNoRows:
-			if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
-				sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey)); err != nil {
+			if err := (ledger.Gov{}).CheckRetention(e.Retention); err != nil {
+				return st, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
+			}
+			if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
+				sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention)); err != nil {
 				return st, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), mapErr("import episode "+e.ID, err))
 			}
 			st.Episodes++
 		case err != nil:
 			return st, mapErr("import episode "+e.ID, err)
-		case sgam.EpisodesEqual(have, e):
+		case sgam.EpisodesEqual(have, e) && have.Retention == e.Retention:
 			st.EpisodesPresent++
 		default:
 			return st, sgam.Errorf(sgam.Conflict, fmt.Sprintf("episodes[%d]", i), "tenant %s already has a different episode %s", e.Tenant, e.ID)
@@ -118,6 +122,7 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 	}
 	st.FactsPresent = plan.FactsPresent
 	var inserts, links []any
+	actors := map[string][]int64{}
 	for _, i := range plan.Fresh {
 		f := b.Facts[i]
 		var value any
@@ -130,6 +135,9 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		for _, e := range f.Evidence {
 			links = append(links, f.ID, f.Tenant, e.EpisodeID, sgam.Micros(e.RecordedAt))
 		}
+		if f.Actor != "" {
+			actors[f.Actor] = append(actors[f.Actor], f.ID)
+		}
 		st.Facts++
 	}
 	if _, err := s.bulkExec(ctx, bulkFacts, nil, inserts); err != nil {
@@ -137,6 +145,11 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 	}
 	if _, err := s.bulkExec(ctx, bulkEvidence, nil, links); err != nil {
 		return st, mapErr("import evidence", err)
+	}
+	for actor, ids := range actors {
+		if _, err := s.w.ExecContext(ctx, `UPDATE facts SET actor = ?1 WHERE fact_id IN (SELECT value FROM json_each(?2))`, actor, jsonList(ids)); err != nil {
+			return st, mapErr("import facts", err)
+		}
 	}
 	tx.observe(sgam.Micros(b.LatestInstant()))
 	if err := tx.commit(plan.Keys); err != nil {
@@ -228,7 +241,7 @@ func (s *Store) storedFact(ctx context.Context, id int64) (sgam.StoredFact, erro
 		return sgam.StoredFact{}, err
 	}
 	sf := sgam.StoredFact{Fact: f}
-	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(source, '') FROM facts WHERE fact_id = ?`, id).Scan(&sf.Source); err != nil {
+	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(source, ''), coalesce(actor, '') FROM facts WHERE fact_id = ?`, id).Scan(&sf.Source, &sf.Actor); err != nil {
 		return sf, err
 	}
 	rows, err := s.w.QueryContext(ctx, `SELECT episode_id, recorded_at FROM evidence WHERE fact_id = ? ORDER BY recorded_at, episode_id`, id)

@@ -14,7 +14,7 @@ import (
 // writer connection.
 type writeStmts struct {
 	lastID, txClock, advanceClock *sql.Stmt
-	factByID                      *sql.Stmt
+	factByID, schemaVersion       *sql.Stmt
 }
 
 func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
@@ -28,33 +28,28 @@ func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
 		FROM meta WHERE key = 'tx_clock'`)
 	w.advanceClock = prep(`UPDATE meta SET value = ?1 WHERE key = 'tx_clock' AND value < ?1`)
 	w.factByID = prep(`SELECT ` + factColumns("?2") + ` FROM facts f WHERE fact_id = ?1`)
+	w.schemaVersion = prep(`SELECT coalesce(max(version), 0) FROM schemas`)
 	return mapErr("prepare", p.err)
 }
 
 // Assert implements sgam.Store.
 func (s *Store) Assert(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
-	a, err := s.limits.CheckAssertion(a)
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	res, err := s.write(ctx, []ledger.Op{ledger.AssertionOp(a)}, "")
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	return res[0], nil
+	return s.writeOne(ctx, ledger.AssertOne(s.limits, a, false))
+}
+
+// Add implements sgam.Store.
+func (s *Store) Add(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
+	return s.writeOne(ctx, ledger.AssertOne(s.limits, a, true))
 }
 
 // Retract implements sgam.Store.
 func (s *Store) Retract(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
-	r, err := s.limits.CheckRetraction(r)
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	res, err := s.write(ctx, []ledger.Op{ledger.RetractionOp(r)}, "")
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	return res[0], nil
+	return s.writeOne(ctx, ledger.RetractOne(s.limits, r, false))
+}
+
+// Remove implements sgam.Store.
+func (s *Store) Remove(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
+	return s.writeOne(ctx, ledger.RetractOne(s.limits, r, true))
 }
 
 // AssertMany implements sgam.Store.
@@ -62,43 +57,57 @@ func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.Wri
 	if len(as) == 0 {
 		return nil, nil
 	}
-	ops, err := ledger.CheckAssertions(s.limits, as)
+	build, err := ledger.AssertAll(s.limits, as)
 	if err != nil {
 		return nil, err
 	}
-	return s.write(ctx, ops, "assertions")
+	return s.write(ctx, writeReq{build: build, batch: "assertions"})
 }
 
-// write applies ops in order in one transaction at one transaction
-// instant. batch names the operations in errors ("assertions[i]"); empty
-// for a single write.
-func (s *Store) write(ctx context.Context, ops []ledger.Op, batch string) ([]sgam.WriteResult, error) {
+func (s *Store) writeOne(ctx context.Context, build ledger.Build) (sgam.WriteResult, error) {
+	res, err := s.write(ctx, writeReq{build: build})
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	return res[0], nil
+}
+
+// writeReq is one write transaction: build turns the input into ops under
+// the schema in force; batch names the operations in errors
+// ("assertions[i]"), empty for a single write; confirm is a pending
+// candidate to delete in the same transaction.
+type writeReq struct {
+	build   ledger.Build
+	batch   string
+	confirm *sgam.Candidate
+}
+
+// write applies the ops of req in order in one transaction at one
+// transaction instant.
+func (s *Store) write(ctx context.Context, req writeReq) ([]sgam.WriteResult, error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.rollback()
 
+	gov, err := s.currentGov(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := req.build(gov, s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
 	b := ledger.New(ops)
-	now, err := tx.now()
-	if err != nil {
+	b.Gov = gov
+	if err := s.apply(ctx, tx, b, req.batch); err != nil {
 		return nil, err
 	}
-	if err := s.loadWindows(ctx, b); err != nil {
-		return nil, err
-	}
-	nextID, err := tx.nextIDs(2 * len(ops)) // an operation inserts at most two rows
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Apply(now, nextID, batch); err != nil {
-		return nil, err
-	}
-	if err := s.flush(ctx, b, now); err != nil {
-		return nil, err
-	}
-	if b.Inserted() {
-		tx.carriedByFacts()
+	if c := req.confirm; c != nil {
+		if err := s.deletePending(ctx, c.Tenant, c.ID); err != nil {
+			return nil, err
+		}
 	}
 	results, err := b.Results(func(_ sgam.Key, id int64) (sgam.Fact, error) { return s.writerFact(ctx, id) })
 	if err != nil {
@@ -108,6 +117,42 @@ func (s *Store) write(ctx context.Context, ops []ledger.Op, batch string) ([]sga
 		return nil, err
 	}
 	return results, nil
+}
+
+// apply loads what b's ops need, applies them at the transaction's instant
+// and writes the outcome, inside tx.
+func (s *Store) apply(ctx context.Context, tx *writeTx, b *ledger.Batch, batch string) error {
+	now, err := tx.now()
+	if err != nil {
+		return err
+	}
+	if err := s.loadWindows(ctx, b); err != nil {
+		return err
+	}
+	if refs := b.KindsNeeded(); len(refs) > 0 {
+		kinds, err := s.episodeKinds(ctx, refs)
+		if err != nil {
+			return err
+		}
+		b.SetKinds(kinds)
+	}
+	nextID, err := tx.nextIDs(2 * len(b.Ops)) // an operation inserts at most two rows
+	if err != nil {
+		return err
+	}
+	if err := b.Apply(now, nextID, batch); err != nil {
+		return err
+	}
+	if err := s.flush(ctx, b, now); err != nil {
+		return err
+	}
+	if err := s.insertPending(ctx, b.Pending); err != nil {
+		return err
+	}
+	if b.Inserted() {
+		tx.carriedByFacts()
+	}
+	return nil
 }
 
 // loadWindows loads, for every key, its believed rows from the one at or
@@ -137,11 +182,12 @@ func (s *Store) loadWindows(ctx context.Context, b *ledger.Batch) error {
 			var value []byte
 			var validTo sql.NullInt64
 			var source sql.NullString
-			if err := rows.Scan(&i, &r.ID, &value, &r.ValidFrom, &validTo, &r.RecordedAt, &source, &r.Corroborated); err != nil {
+			var actor sql.NullString
+			if err := rows.Scan(&i, &r.ID, &value, &r.ValidFrom, &validTo, &r.RecordedAt, &source, &r.Version, &actor, &r.Corroborated); err != nil {
 				rows.Close()
 				return mapErr("load keys", err)
 			}
-			r.Value, r.Source = value, source.String
+			r.Value, r.Source, r.Actor = value, source.String, actor.String
 			r.ValidTo = openIfNull(validTo)
 			r.RetractedAt = temporal.Open
 			loaded[i] = append(loaded[i], r)
@@ -166,7 +212,7 @@ func (s *Store) flush(ctx context.Context, b *ledger.Batch, tx int64) error {
 	var placeholders []any
 	for _, o := range b.Ops {
 		ref := episodeRef{o.Key.Tenant, o.Source}
-		if !seen[ref] {
+		if o.Source != "" && !seen[ref] {
 			seen[ref] = true
 			placeholders = append(placeholders, ref.tenant, ref.id, tx, tx)
 		}
@@ -191,7 +237,7 @@ func (s *Store) flush(ctx context.Context, b *ledger.Batch, tx int64) error {
 			}
 			inserts = append(inserts, ins.ID, k.Tenant, k.Subject, k.Attribute, k.Member, value, ins.ValidFrom,
 				nullIfOpen(ins.ValidTo), ins.RecordedAt, nullIfOpen(ins.RetractedAt), nullIfZero(ins.Supersedes),
-				nullString(ins.Source), 0)
+				nullString(ins.Source), ins.Version)
 			if ins.EvidenceOf != 0 {
 				copies = append(copies, ins.ID, ins.EvidenceOf)
 			}
@@ -218,6 +264,15 @@ func (s *Store) flush(ctx context.Context, b *ledger.Batch, tx int64) error {
 	}
 	if _, err := s.bulkExec(ctx, bulkEvidence, nil, links); err != nil {
 		return mapErr("link evidence", err)
+	}
+	for actor, ids := range b.Actors() {
+		args := make([]any, len(ids))
+		for i, id := range ids {
+			args[i] = id
+		}
+		if _, err := s.bulkExec(ctx, bulkActor, []any{actor}, args); err != nil {
+			return mapErr("set actors", err)
+		}
 	}
 	return nil
 }

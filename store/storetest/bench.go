@@ -83,6 +83,20 @@ func Benchmark(b *testing.B, newStore Factory) {
 	b.Run(fmt.Sprintf("GetPastAsOf/facts=%d", n), func(b *testing.B) {
 		benchGets(b, store, sgam.At{AsOf: workload.ValidFrom(n / 2)})
 	})
+	// The same batches validated against a schema (a string attribute):
+	// compare with AssertMany1000 of the same run.
+	if _, err := store.ApplySchema(ctx, []byte("attributes:\n  a: {memory: task, type: string, description: the workload's value}\n"), false); err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("AssertMany1000Schema/facts=%d", n), func(b *testing.B) {
+		for b.Loop() {
+			if _, err := store.AssertMany(ctx, workload.Batch(next, 1000)); err != nil {
+				b.Fatal(err)
+			}
+			next += 1000
+		}
+		b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "facts/s")
+	})
 	b.Run("AssertMany1000NewKeys", func(b *testing.B) {
 		fresh := newStore(b, Options{})
 		i := 0

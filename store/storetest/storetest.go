@@ -44,6 +44,9 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("CurrentReads", func(t *testing.T) { runCurrent(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 	t.Run("Transfer", func(t *testing.T) { runTransfer(t, newStore) })
+	t.Run("Schema", func(t *testing.T) { runSchema(t, newStore) })
+	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
+	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
 }
 
 // bundle is what most tests need: a store on a manual clock.

@@ -18,6 +18,10 @@ ALTER TABLE facts ADD CONSTRAINT facts_believed_no_overlap
 DROP INDEX facts_key;
 CREATE INDEX facts_key ON facts (tenant_id, subject, attribute, member, valid_from);
 
+-- A system actor that keeps a row without an evidence episode: 'retention'
+-- when the attribute's retention outlived the row's episodes.
+ALTER TABLE facts ADD COLUMN actor text;
+
 -- An episode's retention class; NULL takes the schema's episode_retention.
 ALTER TABLE episodes ADD COLUMN retention text;
 

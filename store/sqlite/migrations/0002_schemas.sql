@@ -9,6 +9,10 @@ DROP INDEX facts_key;
 CREATE UNIQUE INDEX facts_open ON facts (tenant, subject, attribute, member) WHERE retracted_at IS NULL AND valid_to IS NULL;
 CREATE INDEX facts_key ON facts (tenant, subject, attribute, member, valid_from);
 
+-- A system actor that keeps a row without an evidence episode: 'retention'
+-- when the attribute's retention outlived the row's episodes.
+ALTER TABLE facts ADD COLUMN actor TEXT;
+
 -- An episode's retention class; NULL takes the schema's episode_retention.
 ALTER TABLE episodes ADD COLUMN retention TEXT;
 

@@ -1,0 +1,347 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/schema"
+	"github.com/sgam-dev/sgam/temporal"
+)
+
+// Gov is the schema a write is validated under. The zero Gov is "no
+// schema": any attribute, any JSON value, every attribute single-valued,
+// conflicts rejected.
+type Gov struct {
+	Version int
+	Schema  *schema.Schema
+}
+
+// attribute resolves a written attribute name: a declared name or alias,
+// or an old name still in a rename's dual-read window.
+func (g Gov) attribute(name string, now time.Time) (*schema.Attribute, error) {
+	if a, ok := g.Schema.Attribute(name); ok {
+		return a, nil
+	}
+	if to, ok := g.Schema.DualRead(name, now); ok {
+		if a, ok := g.Schema.Attribute(to); ok {
+			return a, nil
+		}
+	}
+	return nil, sgam.Errorf(sgam.Invalid, "attribute", "%q is not declared in schema version %d", name, g.Version)
+}
+
+// Assertion turns a checked assertion into an op under the schema: the
+// attribute resolved to its declared name, the value validated and in
+// canonical form, a set member keyed by its value. set says whether the
+// caller meant a set (Add: true, Assert: either).
+func (g Gov) Assertion(a sgam.Assertion, now time.Time) (Op, error) {
+	o := AssertionOp(a)
+	o.Op.Version = g.Version
+	if g.Schema == nil {
+		return o, nil
+	}
+	attr, err := g.attribute(a.Key.Attribute, now)
+	if err != nil {
+		return o, err
+	}
+	v, err := attr.Value(a.Value)
+	if err != nil {
+		return o, err
+	}
+	o.Key.Attribute, o.Op.Value = attr.Name, v
+	o.Policy, o.Sensitive = attr.Conflict, attr.Sensitive
+	if attr.Cardinality == schema.Many {
+		if len(v) > sgam.MaxMemberBytes {
+			return o, sgam.Errorf(sgam.Invalid, "value", "is %d bytes; a member of the set %s may have at most %d", len(v), attr.Name, sgam.MaxMemberBytes)
+		}
+		o.Key.Member, o.Set = string(v), true
+	}
+	if o.Policy == schema.LatestRecorded {
+		o.Op.Replace = true
+	}
+	return o, nil
+}
+
+// Retraction turns a checked retraction into an op under the schema. On a
+// set, r.Value names the member to remove and is required; on a single
+// value it must be empty.
+func (g Gov) Retraction(r sgam.Retraction, now time.Time) (Op, error) {
+	o := RetractionOp(r)
+	o.Op.Version = g.Version
+	if g.Schema == nil {
+		if len(r.Value) > 0 {
+			return o, sgam.Errorf(sgam.Invalid, "value", "names a set member, but no schema declares %s a set", r.Key.Attribute)
+		}
+		return o, nil
+	}
+	attr, err := g.attribute(r.Key.Attribute, now)
+	if err != nil {
+		return o, err
+	}
+	o.Key.Attribute = attr.Name
+	switch {
+	case attr.Cardinality != schema.Many && len(r.Value) > 0:
+		return o, sgam.Errorf(sgam.Invalid, "value", "names a set member, but %s holds a single value: retract it without a value", attr.Name)
+	case attr.Cardinality == schema.Many && len(r.Value) == 0:
+		return o, sgam.Errorf(sgam.Invalid, "value", "is required: %s is a set, name the member to remove", attr.Name)
+	case attr.Cardinality == schema.Many:
+		v, err := attr.Value(r.Value)
+		if err != nil {
+			return o, err
+		}
+		o.Key.Member, o.Set = string(v), true
+	}
+	return o, nil
+}
+
+// Candidate turns a pending candidate into the ops of its confirmation: the
+// candidate's value from its own source, settling any conflict in its
+// favour, then the confirming episode linked to the same row as evidence.
+func (g Gov) Candidate(c sgam.Candidate, confirmer string) []Op {
+	k := c.Key()
+	op := temporal.Op{ValidFrom: sgam.Micros(c.ValidFrom), Value: c.Value, Replace: true, Version: c.SchemaVersion}
+	ops := []Op{{Key: k, Op: op, Source: c.Source, Set: k.Member != ""}}
+	if confirmer != c.Source {
+		op.Replace = false
+		ops = append(ops, Op{Key: k, Op: op, Source: confirmer, Set: k.Member != ""})
+	}
+	return ops
+}
+
+// pend holds op i back as a candidate.
+func (b *Batch) pend(i int, o Op, reason string, conflictsWith *int64, now int64) {
+	c := sgam.Candidate{
+		ID: "pd_" + NewEpisodeID()[3:], Tenant: o.Key.Tenant, Subject: o.Key.Subject, Attribute: o.Key.Attribute,
+		Value: o.Op.Value, ValidFrom: sgam.FromMicros(o.Op.ValidFrom), Source: o.Source, Reason: reason,
+		ConflictsWith: conflictsWith, RecordedAt: sgam.FromMicros(now), SchemaVersion: o.Op.Version,
+	}
+	if o.Key.Member != "" {
+		c.Member = []byte(o.Key.Member)
+	}
+	b.Pending = append(b.Pending, c)
+	b.pending[i] = &b.Pending[len(b.Pending)-1]
+}
+
+// KindsNeeded lists the episodes whose kind Apply will ask for: the sources
+// of sensitive and prefer_source operations, and of the believed rows
+// prefer_source may weigh against them. Call it after SetBelieved.
+func (b *Batch) KindsNeeded() []EpisodeRef {
+	var out []EpisodeRef
+	seen := map[EpisodeRef]bool{}
+	add := func(tenant, id string) {
+		r := EpisodeRef{tenant, id}
+		if id != "" && !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	for _, o := range b.Ops {
+		if o.Sensitive || o.Policy == schema.PreferSource {
+			add(o.Key.Tenant, o.Source)
+		}
+		if o.Policy == schema.PreferSource {
+			for _, r := range b.keys[o.Key].loaded {
+				add(o.Key.Tenant, r.Source)
+			}
+		}
+	}
+	return out
+}
+
+// SetKinds gives the kinds of the episodes KindsNeeded listed (a missing
+// episode has none).
+func (b *Batch) SetKinds(kinds map[EpisodeRef]string) { b.kinds = kinds }
+
+func (b *Batch) kind(tenant, id string) string { return b.kinds[EpisodeRef{tenant, id}] }
+
+// rank is the strength of an episode as a source under the schema.
+func (b *Batch) rank(tenant, id string) int {
+	if b.Gov.Schema == nil {
+		return 0
+	}
+	return b.Gov.Schema.Rank(b.kind(tenant, id))
+}
+
+// settle applies conflict policy to op i after the temporal rules found a
+// different value at its valid_from. It reports handled when the op was
+// settled without error (held pending, kept the existing row, or replaced
+// it); otherwise the conflict stands.
+func (b *Batch) settle(i int, o Op, ce *temporal.ConflictError, now int64, nextID func() int64) (bool, error) {
+	ks := b.keys[o.Key]
+	if o.Migrated {
+		b.outcomes[i] = temporal.Outcome{RowID: ce.Existing.ID, Stored: ks.ledger.Row(ce.Existing.ID) == nil}
+		b.kept[i] = true
+		return true, nil
+	}
+	switch o.Policy {
+	case schema.Review:
+		id := ce.Existing.ID
+		b.pend(i, o, sgam.ReasonReview, &id, now)
+		return true, nil
+	case schema.PreferSource:
+		mine, theirs := b.rank(o.Key.Tenant, o.Source), b.rank(o.Key.Tenant, ce.Existing.Source)
+		switch {
+		case mine > theirs:
+			op := o.Op
+			op.Replace = true
+			out, err := ks.ledger.Apply(op, o.Source, now, nextID)
+			b.outcomes[i] = out
+			return err == nil, err
+		case mine < theirs:
+			b.outcomes[i] = temporal.Outcome{RowID: ce.Existing.ID, Stored: ks.ledger.Row(ce.Existing.ID) == nil}
+			b.kept[i] = true
+			return true, nil
+		}
+		return false, fmt.Errorf("%w; both sources rank %d under prefer_source", ce, mine)
+	}
+	return false, ce
+}
+
+// LoadGov rebuilds the Gov of a stored schema version (version 0: none).
+func LoadGov(version int, body []byte) (Gov, error) {
+	if version == 0 {
+		return Gov{}, nil
+	}
+	s, err := schema.Parse(body)
+	if err != nil {
+		return Gov{}, &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("stored schema version %d no longer parses: %v", version, err), Err: err}
+	}
+	return Gov{Version: version, Schema: s}, nil
+}
+
+// NextSchema parses a schema file to apply over cur. It returns the new
+// version to store (Version and Body set, Hash and Diff filled in), or
+// unchanged when the file says what cur says.
+func NextSchema(cur Gov, file []byte) (next sgam.SchemaVersion, unchanged bool, err error) {
+	s, err := schema.Parse(file)
+	if err != nil {
+		return next, false, err
+	}
+	next = sgam.SchemaVersion{Version: cur.Version + 1, Hash: s.Hash(), Body: s.Canonical(), Diff: schema.Diff(cur.Schema, s)}
+	if cur.Schema != nil && cur.Schema.Hash() == next.Hash {
+		return next, true, nil
+	}
+	return next, false, nil
+}
+
+// ReadNames are the attribute names a read of name tries, in order: its
+// declared name (name may be an alias), or during a rename's dual-read
+// window the old name and then the new one, so that rows not yet migrated
+// and past beliefs still answer under the old name.
+func (g Gov) ReadNames(name string, now time.Time) []string {
+	if g.Schema == nil {
+		return []string{name}
+	}
+	if a, ok := g.Schema.Attribute(name); ok {
+		return []string{a.Name}
+	}
+	if to, ok := g.Schema.DualRead(name, now); ok {
+		return []string{name, to}
+	}
+	return []string{name}
+}
+
+// IsSet reports whether the schema declares attribute name a set.
+func (g Gov) IsSet(name string) bool {
+	if g.Schema == nil {
+		return false
+	}
+	a, ok := g.Schema.Attribute(name)
+	return ok && a.Cardinality == schema.Many
+}
+
+// Build turns a write's input into ops under the schema in force, inside
+// the write transaction (so that the schema version cannot change before
+// commit); now resolves dual-read windows.
+type Build func(g Gov, now time.Time) ([]Op, error)
+
+// Failed is the Build of an input that failed its checks.
+func Failed(err error) Build {
+	return func(Gov, time.Time) ([]Op, error) { return nil, err }
+}
+
+// AssertOne checks a single assertion and returns its Build (Failed when
+// the check fails). set: the caller asked to Add to a set, and the
+// attribute must be one.
+func AssertOne(l sgam.Limits, a sgam.Assertion, set bool) Build {
+	a, err := l.CheckAssertion(a)
+	if err != nil {
+		return Failed(err)
+	}
+	return func(g Gov, now time.Time) ([]Op, error) {
+		o, err := g.Assertion(a, now)
+		if err == nil && set && !o.Set {
+			err = notASet(o.Key.Attribute, "assert")
+		}
+		return []Op{o}, err
+	}
+}
+
+// RetractOne checks a single retraction and returns its Build. set: the
+// caller asked to Remove from a set.
+func RetractOne(l sgam.Limits, r sgam.Retraction, set bool) Build {
+	r, err := l.CheckRetraction(r)
+	if err != nil {
+		return Failed(err)
+	}
+	if set && len(r.Value) == 0 {
+		return Failed(sgam.Errorf(sgam.Invalid, "value", "is required: the member to remove"))
+	}
+	return func(g Gov, now time.Time) ([]Op, error) {
+		o, err := g.Retraction(r, now)
+		if err == nil && set && !o.Set {
+			err = notASet(o.Key.Attribute, "retract")
+		}
+		return []Op{o}, err
+	}
+}
+
+// AssertAll checks a batch of assertions and returns its Build, naming a
+// bad one "assertions[i]".
+func AssertAll(l sgam.Limits, as []sgam.Assertion) (Build, error) {
+	checked := make([]sgam.Assertion, len(as))
+	for i, a := range as {
+		a, err := l.CheckAssertion(a)
+		if err != nil {
+			return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
+		}
+		checked[i] = a
+	}
+	return func(g Gov, now time.Time) ([]Op, error) {
+		ops := make([]Op, len(checked))
+		for i, a := range checked {
+			o, err := g.Assertion(a, now)
+			if err != nil {
+				return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
+			}
+			ops[i] = o
+		}
+		return ops, nil
+	}, nil
+}
+
+func notASet(attr, use string) error {
+	return sgam.Errorf(sgam.Invalid, "attribute", "%s is not a set (cardinality many) in the schema: %s it instead", attr, use)
+}
+
+// ReadKeys are the keys a read of k tries, in order, until one has a value
+// (see ReadNames).
+func (g Gov) ReadKeys(k sgam.Key, now time.Time) []sgam.Key {
+	names := g.ReadNames(k.Attribute, now)
+	out := make([]sgam.Key, len(names))
+	for i, n := range names {
+		out[i] = k
+		out[i].Attribute = n
+	}
+	return out
+}
+
+// CheckGet refuses Get on a set: a set has many values at once.
+func (g Gov) CheckGet(k sgam.Key) error {
+	if k.Member == "" && g.IsSet(k.Attribute) {
+		return &sgam.Error{Code: sgam.Invalid, Field: "attribute", Rule: "cardinality",
+			Message: fmt.Sprintf("%s is a set (cardinality many): read its members", k.Attribute)}
+	}
+	return nil
+}
