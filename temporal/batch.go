@@ -8,7 +8,8 @@ import "fmt"
 // gives exactly the rows that applying them one by one through PlanWrite and
 // the store would give, with every row written at one transaction instant.
 type KeyLedger struct {
-	believed []Row         // rows believed now: loaded from the store or inserted here
+	believed []Row         // rows believed now: loaded from the store or inserted here, any order
+	at       map[int64]int // position of each believed row in believed
 	stored   map[int64]Row // loaded rows by id
 	byID     map[int64]*Inserted
 	// corroborated marks loaded rows that gained a link in this transaction.
@@ -55,12 +56,14 @@ type Outcome struct {
 func NewKeyLedger(believed []Row) *KeyLedger {
 	l := &KeyLedger{
 		believed: append([]Row(nil), believed...),
+		at:       make(map[int64]int, len(believed)),
 		stored:   make(map[int64]Row, len(believed)),
 		byID:     map[int64]*Inserted{},
 
 		corroborated: map[int64]bool{},
 	}
-	for _, r := range believed {
+	for i, r := range believed {
+		l.at[r.ID] = i
 		l.stored[r.ID] = r
 	}
 	return l
@@ -117,7 +120,7 @@ func (l *KeyLedger) Apply(op Op, source string, tx Instant, nextID func() int64)
 		}
 		l.Inserted = append(l.Inserted, ins)
 		l.byID[ins.ID] = ins
-		l.believed = append(l.believed, ins.Row)
+		l.believe(ins.Row)
 	}
 	return out, nil
 }
@@ -127,16 +130,11 @@ func (l *KeyLedger) Apply(op Op, source string, tx Instant, nextID func() int64)
 // window with value and version, keeping its source, actor and evidence,
 // superseding it. Rows are not re-planned: the window does not change.
 func (l *KeyLedger) Rewrite(id int64, value []byte, version int, tx Instant, nextID func() int64) (Outcome, error) {
-	var old *Row
-	for i := range l.believed {
-		if l.believed[i].ID == id {
-			r := l.believed[i]
-			old = &r
-		}
-	}
-	if old == nil {
+	i, ok := l.at[id]
+	if !ok {
 		return Outcome{}, fmt.Errorf("rewrite: fact %d is not believed", id)
 	}
+	old := l.believed[i]
 	l.retract(id, tx)
 	ins := &Inserted{
 		Row: Row{ID: nextID(), ValidFrom: old.ValidFrom, ValidTo: old.ValidTo, Value: value, RecordedAt: tx, RetractedAt: Open,
@@ -152,7 +150,7 @@ func (l *KeyLedger) Rewrite(id int64, value []byte, version int, tx Instant, nex
 	}
 	l.Inserted = append(l.Inserted, ins)
 	l.byID[ins.ID] = ins
-	l.believed = append(l.believed, ins.Row)
+	l.believe(ins.Row)
 	return Outcome{RowID: ins.ID}, nil
 }
 
@@ -164,15 +162,23 @@ func (l *KeyLedger) RetractAll(tx Instant) {
 	}
 }
 
+func (l *KeyLedger) believe(r Row) {
+	l.at[r.ID] = len(l.believed)
+	l.believed = append(l.believed, r)
+}
+
 // Row returns a row inserted by this ledger, or nil.
 func (l *KeyLedger) Row(id int64) *Inserted { return l.byID[id] }
 
 func (l *KeyLedger) retract(id int64, tx Instant) {
-	for i := range l.believed {
-		if l.believed[i].ID == id {
-			l.believed = append(l.believed[:i], l.believed[i+1:]...)
-			break
-		}
+	// Swap-remove: believed has no order, and a migration retracts many
+	// rows of one key.
+	if i, ok := l.at[id]; ok {
+		last := len(l.believed) - 1
+		l.believed[i] = l.believed[last]
+		l.at[l.believed[i].ID] = i
+		l.believed = l.believed[:last]
+		delete(l.at, id)
 	}
 	if ins := l.byID[id]; ins != nil {
 		ins.RetractedAt = tx

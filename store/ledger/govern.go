@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -342,6 +343,42 @@ func (g Gov) CheckGet(k sgam.Key) error {
 	if k.Member == "" && g.IsSet(k.Attribute) {
 		return &sgam.Error{Code: sgam.Invalid, Field: "attribute", Rule: "cardinality",
 			Message: fmt.Sprintf("%s is a set (cardinality many): read its members", k.Attribute)}
+	}
+	return nil
+}
+
+// CheckImport holds imported rows that are still believed to the schema in
+// force: their attribute declared under its own name, a value in the
+// canonical form of its type, a set member keyed by its value. Retracted
+// rows are history and keep the shape they had (a migration may have
+// changed it since).
+func (g Gov) CheckImport(b sgam.ImportBatch) error {
+	if g.Schema == nil {
+		return nil
+	}
+	for i, f := range b.Facts {
+		if f.RetractedAt != nil {
+			continue
+		}
+		field := fmt.Sprintf("facts[%d]", i)
+		attr, ok := g.Schema.Attribute(f.Attribute)
+		if !ok || attr.Name != f.Attribute {
+			return sgam.Errorf(sgam.Invalid, field+".attribute", "%q is not declared in schema version %d; import into a store with a matching schema, or migrate after importing without one", f.Attribute, g.Version)
+		}
+		many := attr.Cardinality == schema.Many
+		if many != (len(f.Member) > 0) {
+			return sgam.Errorf(sgam.Invalid, field+".member", "%s is %s in schema version %d", f.Attribute, map[bool]string{true: "a set", false: "single-valued"}[many], g.Version)
+		}
+		if f.Tombstone {
+			continue
+		}
+		v, err := attr.Value(f.Value)
+		if err != nil {
+			return sgam.PrefixField(field, err)
+		}
+		if !bytes.Equal(v, f.Value) {
+			return sgam.Errorf(sgam.Invalid, field+".value", "%s is not in the canonical form of %s (%s)", f.Value, f.Attribute, v)
+		}
 	}
 	return nil
 }

@@ -106,6 +106,20 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		if _, err := tx.Exec(ctx, scopeSQL, allTenants); err != nil {
 			return err
 		}
+		var version int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schemas`).Scan(&version); err != nil {
+			return err
+		}
+		gov := s.readGov()
+		if gov.Version != version {
+			var err error
+			if gov, err = s.loadGov(ctx, tx, version); err != nil {
+				return err
+			}
+		}
+		if err := gov.CheckImport(b); err != nil {
+			return err
+		}
 		// Imports of overlapping streams serialize on the keys they touch,
 		// like writes do.
 		if _, err := tx.Exec(ctx, lockSQL, keyLocks(keys)); err != nil {
@@ -115,7 +129,7 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 			have, err := scanEpisode(tx.QueryRow(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = $2`, e.Tenant, e.ID))
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
-				if err := (ledger.Gov{}).CheckRetention(e.Retention); err != nil {
+				if err := gov.CheckRetention(e.Retention); err != nil {
 					return sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
 				}
 				if _, err := tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
@@ -126,7 +140,7 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 				st.Episodes++
 			case err != nil:
 				return err
-			case sgam.EpisodesEqual(have, e) && have.Retention == e.Retention:
+			case sgam.EpisodesEqual(have, e):
 				st.EpisodesPresent++
 			default:
 				return sgam.Errorf(sgam.Conflict, fmt.Sprintf("episodes[%d]", i), "tenant %s already has a different episode %s", e.Tenant, e.ID)

@@ -93,12 +93,19 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		return st, err
 	}
 	defer tx.rollback()
+	gov, err := s.currentGov(ctx)
+	if err != nil {
+		return st, err
+	}
+	if err := gov.CheckImport(b); err != nil {
+		return st, err
+	}
 
 	for i, e := range b.Episodes {
 		have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, e.Tenant, e.ID))
 		switch {
 		case err == sql.ErrNoRows:
-			if err := (ledger.Gov{}).CheckRetention(e.Retention); err != nil {
+			if err := gov.CheckRetention(e.Retention); err != nil {
 				return st, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
 			}
 			if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
@@ -109,7 +116,7 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 			st.Episodes++
 		case err != nil:
 			return st, mapErr("import episode "+e.ID, err)
-		case sgam.EpisodesEqual(have, e) && have.Retention == e.Retention:
+		case sgam.EpisodesEqual(have, e):
 			st.EpisodesPresent++
 		default:
 			return st, sgam.Errorf(sgam.Conflict, fmt.Sprintf("episodes[%d]", i), "tenant %s already has a different episode %s", e.Tenant, e.ID)

@@ -341,4 +341,41 @@ func runSchema(t *testing.T, newStore Factory) {
 		require.Equal(t, "asthma", b.value(k, "", ""))
 		b.requireClean()
 	})
+
+	t.Run("Import", func(t *testing.T) {
+		src := schemaBundle(t, newStore)
+		src.tick("2026-03-01T00:00:00Z")
+		for _, v := range []string{"peanuts", "shellfish"} {
+			_, err := src.store.Add(src.ctx, sgam.Assertion{Key: key(tenantA, "mira", "allergies"), Value: jsonString(v), ValidFrom: src.at("2026-01-01T00:00:00Z"), Source: "e_message"})
+			require.NoError(t, err)
+		}
+		_, err := src.store.Remove(src.ctx, sgam.Retraction{Key: key(tenantA, "mira", "allergies"), Value: jsonString("peanuts"), At: src.at("2026-02-01T00:00:00Z"), Source: "e_tool"})
+		require.NoError(t, err)
+		_, err = src.assertRaw(key(tenantB, "kai", "weight"), `70.0`, "2026-01-01T00:00:00Z", "e_tool")
+		require.NoError(t, err)
+		dump := Export(t, src.store, "")
+
+		// Into a store with the same schema: identical, sets and all.
+		dst := setup(t, newStore)
+		_, err = dst.store.ApplySchema(dst.ctx, []byte(testSchema), false)
+		require.NoError(t, err)
+		_, err = dst.store.Import(dst.ctx, sgam.ImportBatch{Episodes: dump.Episodes, Facts: dump.Facts})
+		require.NoError(t, err)
+		RequireSameDump(t, dump, Export(t, dst.store, ""))
+		dst.requireClean()
+
+		// Believed rows must fit the schema in force; nothing is written otherwise.
+		strict := setup(t, newStore)
+		_, err = strict.store.ApplySchema(strict.ctx, []byte("attributes:\n  weight: {memory: profile, type: number}\n"), false)
+		require.NoError(t, err)
+		_, err = strict.store.Import(strict.ctx, sgam.ImportBatch{Episodes: dump.Episodes, Facts: dump.Facts})
+		requireCode(t, err, sgam.Invalid, "")
+		require.Contains(t, sgam.ErrorField(err), ".attribute")
+		require.Empty(t, Export(t, strict.store, "").Facts)
+		bad := dump.Facts[len(dump.Facts)-1]
+		require.Equal(t, "weight", bad.Attribute)
+		bad.Value = json.RawMessage(`70.00`)
+		_, err = strict.store.Import(strict.ctx, sgam.ImportBatch{Episodes: dump.Episodes, Facts: []sgam.StoredFact{bad}})
+		requireCode(t, err, sgam.Invalid, "facts[0].value")
+	})
 }
