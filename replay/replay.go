@@ -61,6 +61,7 @@ type Op struct {
 	OccurredAt     time.Time
 	Metadata       json.RawMessage
 	IdempotencyKey string
+	Retention      string
 	Subject        string
 	Attribute      string
 	Value          json.RawMessage
@@ -79,7 +80,7 @@ type Op struct {
 // are marked with a leading '!'.
 var fields = map[string][]string{
 	"clock":    {"!now"},
-	"episode":  {"tenant", "episode_id", "session", "kind", "content", "occurred_at", "metadata", "idempotency_key"},
+	"episode":  {"tenant", "episode_id", "session", "kind", "content", "occurred_at", "metadata", "idempotency_key", "retention"},
 	"assert":   {"tenant", "!subject", "!attribute", "!value", "!valid_from", "!source"},
 	"retract":  {"tenant", "!subject", "!attribute", "!at", "!source"},
 	"get":      {"tenant", "!subject", "!attribute", "as_of", "known_at"},
@@ -167,6 +168,7 @@ func ParseLine(line []byte) (Op, error) {
 	add(str(raw, "content", &op.Content))
 	add(timeField(raw, "occurred_at", &op.OccurredAt))
 	add(str(raw, "idempotency_key", &op.IdempotencyKey))
+	add(str(raw, "retention", &op.Retention))
 	add(str(raw, "subject", &op.Subject))
 	add(str(raw, "attribute", &op.Attribute))
 	add(timeField(raw, "valid_from", &op.ValidFrom))
@@ -386,7 +388,7 @@ func (r *Runner) Exec(ctx context.Context, op Op) (Result, error) {
 		return Result{OK: true}, nil
 	case "episode":
 		e, err := r.Store.AddEpisode(ctx, sgam.Episode{Tenant: tenant, ID: op.EpisodeID, Session: op.Session, Kind: op.Kind,
-			Content: op.Content, OccurredAt: op.OccurredAt, Metadata: op.Metadata, IdempotencyKey: op.IdempotencyKey})
+			Content: op.Content, OccurredAt: op.OccurredAt, Metadata: op.Metadata, IdempotencyKey: op.IdempotencyKey, Retention: op.Retention})
 		if err != nil {
 			return Result{}, err
 		}

@@ -18,7 +18,9 @@ func (a *app) checkCommand() *cobra.Command {
   belief_window    no row is retracted before it was recorded
   overlap          the believed rows of a key never overlap in valid time
   open             at most one believed row of a key is open
-  evidence         every fact has a source episode
+  evidence         every fact has a source episode, or a system actor that keeps
+                   it (retention, migration)
+  member           a set member's row holds the member as its value
   evidence_tenant  every evidence link is of the fact's own tenant
   foreign_key      every source and evidence link names an existing episode
   value            every value is valid JSON
