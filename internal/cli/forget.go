@@ -25,9 +25,10 @@ func (a *app) forgetCommand() *cobra.Command {
                 too), its pending candidates, and the episodes that supported
                 only S
   --episode E   the episode E: facts only E supports are deleted and the
-                windows of their neighbours mended, as if E had never been
-                written; facts that other episodes corroborate lose E and keep
-                the others
+                windows of their neighbours mended, as replaying the other
+                writes would give them (except that a value E replaced at the
+                same valid_from is not restored: docs/lifecycle.md); facts
+                that other episodes corroborate lose E and keep the others
   --all --yes   every fact, candidate and episode of the tenant
 
 Forgetting is not retracting: nothing stays in history. Each forget is

@@ -81,6 +81,14 @@ func (g Gov) Retraction(r sgam.Retraction, now time.Time) (Op, error) {
 		return o, err
 	}
 	o.Key.Attribute = attr.Name
+	// A retraction at the valid_from of a value is settled by the same
+	// policy as a different value (review holds values only: a retraction
+	// conflicts there). It is never held as sensitive: removing a value
+	// needs no confirmation.
+	o.Policy = attr.Conflict
+	if o.Policy == schema.LatestRecorded {
+		o.Op.Replace = true
+	}
 	switch {
 	case attr.Cardinality != schema.Many && len(r.Value) > 0:
 		return o, sgam.Errorf(sgam.Invalid, "value", "names a set member, but %s holds a single value: retract it without a value", attr.Name)
@@ -97,17 +105,25 @@ func (g Gov) Retraction(r sgam.Retraction, now time.Time) (Op, error) {
 }
 
 // Candidate turns a pending candidate into the ops of its confirmation: the
-// candidate's value from its own source, settling any conflict in its
-// favour, then the confirming episode linked to the same row as evidence.
-func (g Gov) Candidate(c sgam.Candidate, confirmer string) []Op {
-	k := c.Key()
-	op := temporal.Op{ValidFrom: sgam.Micros(c.ValidFrom), Value: c.Value, Replace: true, Version: c.SchemaVersion}
-	ops := []Op{{Key: k, Op: op, Source: c.Source, Set: k.Member != ""}}
-	if confirmer != c.Source {
-		op.Replace = false
-		ops = append(ops, Op{Key: k, Op: op, Source: confirmer, Set: k.Member != ""})
+// candidate's value, validated again under the schema in force (which may
+// have changed since it was held), from its own source, settling any
+// conflict in its favour; then the confirming episode linked to the same
+// row as evidence.
+func (g Gov) Candidate(c sgam.Candidate, confirmer string, now time.Time) ([]Op, error) {
+	a := sgam.Assertion{Key: sgam.Key{Tenant: c.Tenant, Subject: c.Subject, Attribute: c.Attribute},
+		Value: c.Value, ValidFrom: c.ValidFrom, Source: c.Source}
+	o, err := g.Assertion(a, now)
+	if err != nil {
+		return nil, err
 	}
-	return ops
+	o.Policy, o.Sensitive, o.Op.Replace = "", false, true
+	ops := []Op{o}
+	if confirmer != c.Source {
+		o.Op.Replace = false
+		o.Source = confirmer
+		ops = append(ops, o)
+	}
+	return ops, nil
 }
 
 // pend holds op i back as a candidate.
@@ -177,6 +193,9 @@ func (b *Batch) settle(i int, o Op, ce *temporal.ConflictError, now int64, nextI
 	}
 	switch o.Policy {
 	case schema.Review:
+		if o.Op.Value == nil {
+			return false, ce
+		}
 		id := ce.Existing.ID
 		b.pend(i, o, sgam.ReasonReview, &id, now)
 		return true, nil

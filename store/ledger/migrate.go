@@ -59,7 +59,8 @@ func RunMigrations(ctx context.Context, st MigrationStore, g Gov, opts sgam.Migr
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range g.Schema.Migrations {
+	for i, m := range g.Schema.Migrations {
+		later := g.Schema.Migrations[i+1:]
 		start := time.Now()
 		q := MigrationQuery{Attribute: m.From}
 		if m.Kind == "retype" {
@@ -73,7 +74,7 @@ func RunMigrations(ctx context.Context, st MigrationStore, g Gov, opts sgam.Migr
 		var cur Cursor
 		for {
 			last, subjects, rows, done, err := st.MigrateBatch(ctx, q, cur, opts.BatchKeys, func(g Gov, rows []MigrationRow) ([]Op, error) {
-				return PlanMigration(g, m, rows)
+				return PlanMigration(g, m, later, rows)
 			})
 			if err != nil {
 				return append(reports, rep), err
@@ -133,7 +134,11 @@ func declaredSince(ctx context.Context, st MigrationStore, g Gov) (map[string]in
 //     corroborating episodes, through the temporal rules (a value already
 //     stored there at the same instant is kept), and the old key's rows
 //     are retracted.
-func PlanMigration(g Gov, m *schema.Migration, rows []MigrationRow) ([]Op, error) {
+//
+// later are the migrations declared after m: a retype among them of a
+// target attribute is applied to the values m writes too, since those
+// carry the new schema version and the retype will not select them.
+func PlanMigration(g Gov, m *schema.Migration, later []*schema.Migration, rows []MigrationRow) ([]Op, error) {
 	rows = slices.Clone(rows)
 	slices.SortStableFunc(rows, func(a, b MigrationRow) int {
 		if c := compareKeys(a.Key, b.Key); c != 0 {
@@ -161,6 +166,14 @@ func PlanMigration(g Gov, m *schema.Migration, rows []MigrationRow) ([]Op, error
 				if nv, err = g.Schema.Transform(m, target, value); err != nil {
 					return nil, sgam.PrefixField(fmt.Sprintf("%s/%s.%s (fact %d)", r.Key.Tenant, r.Key.Subject, r.Key.Attribute, r.Row.ID), err)
 				}
+				for _, lm := range later {
+					if lm.Kind != schema.KindRetype || lm.From != attr.Name {
+						continue
+					}
+					if nv, err = g.Schema.Transform(lm, attr.Name, nv); err != nil {
+						return nil, sgam.PrefixField(fmt.Sprintf("%s/%s.%s (fact %d)", r.Key.Tenant, r.Key.Subject, r.Key.Attribute, r.Row.ID), err)
+					}
+				}
 			}
 			tk := sgam.Key{Tenant: r.Key.Tenant, Subject: r.Key.Subject, Attribute: attr.Name}
 			if attr.Cardinality == schema.Many && nv != nil {
@@ -169,13 +182,13 @@ func PlanMigration(g Gov, m *schema.Migration, rows []MigrationRow) ([]Op, error
 			if r.Row.Value == nil && tk.Member != "" {
 				nv = nil // still a removal, of the moved member
 			}
-			if tk == r.Key && r.Row.Value != nil {
+			if tk == r.Key {
+				// In place; a set member's removal whose member keeps its
+				// value is stamped with the new version all the same, so
+				// that it is not selected again.
 				ops = append(ops, Op{Key: tk, Kind: Rewrite, RowID: r.Row.ID,
 					Op: temporal.Op{ValidFrom: r.Row.ValidFrom, Value: nv, Version: g.Version}})
 				continue
-			}
-			if tk == r.Key {
-				continue // a tombstone keeps its representation
 			}
 			op := temporal.Op{ValidFrom: r.Row.ValidFrom, Value: nv, Version: g.Version}
 			ops = append(ops, Op{Key: tk, Op: op, Source: r.Row.Source, Migrated: true, Set: tk.Member != ""})
@@ -188,10 +201,13 @@ func PlanMigration(g Gov, m *schema.Migration, rows []MigrationRow) ([]Op, error
 			}
 		}
 	}
+	// The old keys are retired first: a set retype may move one member onto
+	// the key another member leaves (1 -> 100 while 100 -> 10000).
+	retireOps := make([]Op, 0, len(retireOrder)+len(ops))
 	for _, k := range retireOrder {
-		ops = append(ops, Op{Key: k, Kind: RetractAll})
+		retireOps = append(retireOps, Op{Key: k, Kind: RetractAll})
 	}
-	return ops, nil
+	return append(retireOps, ops...), nil
 }
 
 func compareKeys(a, b sgam.Key) int {

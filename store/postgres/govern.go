@@ -42,8 +42,13 @@ func (s *Store) loadGov(ctx context.Context, q querier, version int) (ledger.Gov
 }
 
 // readGov is the schema reads resolve attribute names under, and writes
-// start from.
+// start from (they check its version inside their transaction). Reads look
+// for a version applied by another server at most once a second.
 func (s *Store) readGov() ledger.Gov {
+	if last := s.govChecked.Load(); time.Since(time.Unix(0, last)) > time.Second &&
+		s.govChecked.CompareAndSwap(last, time.Now().UnixNano()) {
+		s.loadGov(context.Background(), s.pool, -1)
+	}
 	if g := s.gov.Load(); g != nil {
 		return *g
 	}
@@ -201,8 +206,8 @@ func (s *Store) Confirm(ctx context.Context, tenant, pendingID, episodeID string
 	if err != nil {
 		return sgam.WriteResult{}, err
 	}
-	res, err := s.write(ctx, writeReq{confirm: &c, build: func(g ledger.Gov, _ time.Time) ([]ledger.Op, error) {
-		return g.Candidate(c, episodeID), nil
+	res, err := s.write(ctx, writeReq{confirm: &c, build: func(g ledger.Gov, now time.Time) ([]ledger.Op, error) {
+		return g.Candidate(c, episodeID, now)
 	}})
 	if err != nil {
 		return sgam.WriteResult{}, err

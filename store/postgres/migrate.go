@@ -133,7 +133,9 @@ func (m migrationStore) MigrateBatch(ctx context.Context, q ledger.MigrationQuer
 		}
 		gov := s.readGov()
 		ops, err := plan(gov, found)
-		if err != nil {
+		last = ledger.Cursor{Tenant: keys[len(keys)-1].Tenant, Subject: keys[len(keys)-1].Subject}
+		subjects = len(keys)
+		if err != nil || len(ops) == 0 {
 			return err
 		}
 		b := ledger.New(ops)
@@ -151,8 +153,6 @@ func (m migrationStore) MigrateBatch(ctx context.Context, q ledger.MigrationQuer
 		for _, k := range b.Keys {
 			written += len(b.Ledger(k).Inserted)
 		}
-		last = ledger.Cursor{Tenant: keys[len(keys)-1].Tenant, Subject: keys[len(keys)-1].Subject}
-		subjects = len(keys)
 		raise(&s.txHigh, now)
 		return nil
 	})

@@ -54,6 +54,8 @@ type Store struct {
 	// gov is the schema writes were last validated under; every write
 	// checks its version inside the transaction (see load).
 	gov atomic.Pointer[ledger.Gov]
+	// govChecked is when readGov last looked for a new schema version.
+	govChecked atomic.Int64
 }
 
 var _ sgam.Store = (*Store)(nil)

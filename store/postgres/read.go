@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -118,12 +119,20 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	if err := g.CheckGet(key); err != nil {
 		return nil, err
 	}
+	// During a rename's dual-read window the old and the new key may both
+	// answer: the value that starts latest is the newer (the new key wins
+	// a tie).
+	var best *sgam.Fact
 	for _, k := range g.ReadKeys(key, s.wallNow()) {
-		if f, err := s.get(ctx, k, at); f != nil || err != nil {
-			return f, err
+		f, err := s.get(ctx, k, at)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil && (best == nil || !f.ValidFrom.Before(best.ValidFrom)) {
+			best = f
 		}
 	}
-	return nil, nil
+	return best, nil
 }
 
 func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
@@ -190,7 +199,9 @@ func (s *Store) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.F
 	}
 	asOfSQL, knownSQL, times := readInstants(v, k, 4)
 	var out []sgam.Fact
-	for _, key := range s.readGov().ReadKeys(key, s.wallNow()) {
+	keys := s.readGov().ReadKeys(key, s.wallNow())
+	slices.Reverse(keys) // the new name first during a dual-read window
+	for _, key := range keys {
 		out, err = s.queryFacts(ctx, key.Tenant, "members of "+key.String(), `SELECT `+factColumns(knownSQL)+` FROM facts f
 		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND valid_from <= `+asOfSQL+` AND (valid_to IS NULL OR valid_to > `+asOfSQL+`)
 		  AND recorded_at <= `+knownSQL+` AND (retracted_at IS NULL OR retracted_at > `+knownSQL+`) AND value_text IS NOT NULL

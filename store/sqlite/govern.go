@@ -41,8 +41,16 @@ func (s *Store) loadGov(ctx context.Context, q interface {
 	return g, nil
 }
 
-// readGov is the schema reads resolve attribute names under.
+// readGov is the schema reads resolve attribute names under. Writes keep
+// it current; a process that only reads checks for a new version (applied
+// by another process) at most once a second.
 func (s *Store) readGov() ledger.Gov {
+	if last := s.govChecked.Load(); time.Since(time.Unix(0, last)) > time.Second &&
+		s.govChecked.CompareAndSwap(last, time.Now().UnixNano()) {
+		if v := s.latestSchemaVersion(context.Background()); s.gov.Load() == nil || s.gov.Load().Version != v {
+			s.loadGov(context.Background(), s.rdb, v)
+		}
+	}
 	if g := s.gov.Load(); g != nil {
 		return *g
 	}
@@ -187,8 +195,8 @@ func (s *Store) Confirm(ctx context.Context, tenant, pendingID, episodeID string
 	if err != nil {
 		return sgam.WriteResult{}, err
 	}
-	res, err := s.write(ctx, writeReq{confirm: &c, build: func(g ledger.Gov, _ time.Time) ([]ledger.Op, error) {
-		return g.Candidate(c, episodeID), nil
+	res, err := s.write(ctx, writeReq{confirm: &c, build: func(g ledger.Gov, now time.Time) ([]ledger.Op, error) {
+		return g.Candidate(c, episodeID, now)
 	}})
 	if err != nil {
 		return sgam.WriteResult{}, err

@@ -121,8 +121,8 @@ func (m migrationStore) MigrateBatch(ctx context.Context, q ledger.MigrationQuer
 		return after, 0, 0, true, nil
 	}
 	ops, err := plan(gov, found)
-	if err != nil {
-		return after, 0, 0, false, err
+	if err != nil || len(ops) == 0 {
+		return last, subjects, 0, false, err
 	}
 	b := ledger.New(ops)
 	b.Gov = gov

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/sgam-dev/sgam"
@@ -117,12 +118,20 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	if err := g.CheckGet(key); err != nil {
 		return nil, err
 	}
+	// During a rename's dual-read window the old and the new key may both
+	// answer: the value that starts latest is the newer (the new key wins
+	// a tie).
+	var best *sgam.Fact
 	for _, k := range g.ReadKeys(key, s.clock.Now()) {
-		if f, err := s.get(ctx, k, at); f != nil || err != nil {
-			return f, err
+		f, err := s.get(ctx, k, at)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil && (best == nil || !f.ValidFrom.Before(best.ValidFrom)) {
+			best = f
 		}
 	}
-	return nil, nil
+	return best, nil
 }
 
 func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
@@ -195,7 +204,9 @@ func (s *Store) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.F
 		return nil, err
 	}
 	var out []sgam.Fact
-	for _, k := range s.readGov().ReadKeys(key, s.clock.Now()) {
+	keys := s.readGov().ReadKeys(key, s.clock.Now())
+	slices.Reverse(keys) // the new name first during a dual-read window
+	for _, k := range keys {
 		rows, err := s.rst.members.QueryContext(ctx, k.Tenant, k.Subject, k.Attribute, sgam.Micros(asOf), sgam.Micros(knownAt))
 		if out, err = collectFacts(rows, err, "members of "+k.String()); err != nil || len(out) > 0 {
 			return out, err

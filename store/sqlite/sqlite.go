@@ -61,6 +61,8 @@ type Store struct {
 
 	cache *currentCache // nil when off
 	gov   atomic.Pointer[ledger.Gov]
+	// govChecked is when readGov last looked for a new schema version.
+	govChecked atomic.Int64
 }
 
 var _ sgam.Store = (*Store)(nil)
