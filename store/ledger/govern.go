@@ -401,3 +401,37 @@ func (g Gov) CheckImport(b sgam.ImportBatch) error {
 	}
 	return nil
 }
+
+// SettlePending sets Hold to the candidates Apply held back that are new.
+// One that repeats a stored candidate (same key, valid_from, value and
+// source: a retried write) or an earlier one of the batch takes that
+// candidate's id instead, so that a retry holds nothing twice. find looks a
+// stored one up ("" when there is none).
+func (b *Batch) SettlePending(find func(sgam.Candidate) (string, error)) error {
+	b.Hold = b.Hold[:0]
+	type ident struct {
+		key         sgam.Key
+		validFrom   int64
+		value, from string
+	}
+	seen := map[ident]string{}
+	for i := range b.Pending {
+		c := &b.Pending[i]
+		id := ident{c.Key(), sgam.Micros(c.ValidFrom), string(c.Value), c.Source}
+		if have, ok := seen[id]; ok {
+			c.ID = have
+			continue
+		}
+		have, err := find(*c)
+		if err != nil {
+			return err
+		}
+		if have != "" {
+			c.ID = have
+		} else {
+			b.Hold = append(b.Hold, *c)
+		}
+		seen[id] = c.ID
+	}
+	return nil
+}

@@ -73,8 +73,11 @@ type Batch struct {
 	// checked by the driver inside the transaction, its source ranks used
 	// by prefer_source.
 	Gov Gov
-	// Pending lists the candidates Apply held back, for the driver to store.
+	// Pending lists the candidates Apply held back; Hold, after
+	// SettlePending, those of them the driver stores (the others repeat a
+	// stored candidate).
 	Pending []sgam.Candidate
+	Hold    []sgam.Candidate
 
 	keys     map[sgam.Key]*keyState
 	outcomes []temporal.Outcome

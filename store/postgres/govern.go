@@ -153,6 +153,18 @@ func scanCandidate(row pgx.Row) (sgam.Candidate, error) {
 	return c, nil
 }
 
+// findPending returns the id of a stored candidate identical to c, or "".
+func findPending(ctx context.Context, q querier, c sgam.Candidate) (string, error) {
+	var id string
+	err := q.QueryRow(ctx, `SELECT pending_id FROM pending WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND member = $4
+		AND valid_from = $5 AND source = $6 AND value_text = $7 LIMIT 1`, c.Tenant, c.Subject, c.Attribute, string(c.Member),
+		c.ValidFrom, c.Source, string(c.Value)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
 // Pending implements sgam.Store.
 func (s *Store) Pending(ctx context.Context, q sgam.PendingQuery) ([]sgam.Candidate, error) {
 	q, err := q.Check()

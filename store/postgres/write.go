@@ -125,6 +125,11 @@ func (s *Store) write(ctx context.Context, req writeReq) ([]sgam.WriteResult, er
 		if err := b.Apply(now, func() int64 { id := ids[0]; ids = ids[1:]; return id }, req.batch); err != nil {
 			return err
 		}
+		if len(b.Pending) > 0 {
+			if err := b.SettlePending(func(cand sgam.Candidate) (string, error) { return findPending(ctx, c, cand) }); err != nil {
+				return err
+			}
+		}
 		reads := b.NeedsReads()
 		bt := flushBatch(b, now)
 		if !reads {
@@ -364,7 +369,7 @@ func flushBatch(b *ledger.Batch, now int64) *pgx.Batch {
 	for actor, ids := range b.Actors() {
 		bt.Queue(`UPDATE facts SET actor = $1 WHERE fact_id = ANY($2)`, actor, ids)
 	}
-	for _, c := range b.Pending {
+	for _, c := range b.Hold {
 		bt.Queue(`INSERT INTO pending (`+pendingColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			c.Tenant, c.ID, c.Subject, c.Attribute, string(c.Member), string(c.Value), c.ValidFrom, c.Source, c.Reason,
 			c.ConflictsWith, c.RecordedAt, c.SchemaVersion)

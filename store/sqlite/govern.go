@@ -231,6 +231,18 @@ func (s *Store) deletePending(ctx context.Context, tenant, id string) error {
 	return nil
 }
 
+// findPending returns the id of a stored candidate identical to c, or "".
+func (s *Store) findPending(ctx context.Context, c sgam.Candidate) (string, error) {
+	var id string
+	err := s.w.QueryRowContext(ctx, `SELECT pending_id FROM pending WHERE tenant = ? AND subject = ? AND attribute = ? AND member = ?
+		AND valid_from = ? AND source = ? AND value = ? LIMIT 1`, c.Tenant, c.Subject, c.Attribute, string(c.Member),
+		sgam.Micros(c.ValidFrom), c.Source, string(c.Value)).Scan(&id)
+	if err == sql.ErrNoRows {
+		return "", nil
+	}
+	return id, mapErr("read pending", err)
+}
+
 // insertPending stores the candidates a batch held back.
 func (s *Store) insertPending(ctx context.Context, cs []sgam.Candidate) error {
 	for _, c := range cs {

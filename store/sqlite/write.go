@@ -146,8 +146,13 @@ func (s *Store) apply(ctx context.Context, tx *writeTx, b *ledger.Batch, batch s
 	if err := s.flush(ctx, b, now); err != nil {
 		return err
 	}
-	if err := s.insertPending(ctx, b.Pending); err != nil {
-		return err
+	if len(b.Pending) > 0 {
+		if err := b.SettlePending(func(c sgam.Candidate) (string, error) { return s.findPending(ctx, c) }); err != nil {
+			return err
+		}
+		if err := s.insertPending(ctx, b.Hold); err != nil {
+			return err
+		}
 	}
 	if b.Inserted() {
 		tx.carriedByFacts()

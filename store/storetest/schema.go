@@ -291,6 +291,9 @@ func runSchema(t *testing.T, newStore Factory) {
 		require.Equal(t, first.Fact.ID, *held.Pending.ConflictsWith)
 		other, err := b.assertRaw(k, `300`, vf, "e_inferred")
 		require.NoError(t, err)
+		retry, err := b.assertRaw(k, `300`, vf, "e_inferred")
+		require.NoError(t, err)
+		require.Equal(t, other.Pending.ID, retry.Pending.ID, "a retried write holds nothing new")
 		require.Equal(t, "100", string(b.get(k, "", "").Value), "a candidate is not a fact")
 
 		list, err := b.store.Pending(b.ctx, sgam.PendingQuery{Tenant: tenantA})
