@@ -22,8 +22,15 @@ type Hop struct {
 	Cycle bool `json:"cycle,omitempty"`
 }
 
+// RelationSchema is what a store with a schema tells Traverse: whether an
+// attribute is a relation (type ref), and whether a schema says so at all.
+type RelationSchema interface {
+	Relation(attribute string) (ref, governed bool)
+}
+
 // Traverse follows relations from subject along path, one attribute per
-// hop ("account", then "policy": Mira's account, then its policies), every
+// hop ("account", then "policy": Mira's account, then its policies; under a
+// schema every attribute of the path must be a ref), every
 // hop read at the same instants (at resolved once against clock). A hop's
 // value must be a subject id (a JSON string, as a ref attribute holds); a
 // set fans out to every member. Subjects already reached are not expanded
@@ -44,6 +51,13 @@ func Traverse(ctx context.Context, st Store, clock Clock, tenant, subject string
 	for i, a := range path {
 		if err := checkIdentifier(fmt.Sprintf("path[%d]", i), a, maxAttributeBytes); err != nil {
 			return nil, err
+		}
+	}
+	if rs, ok := st.(RelationSchema); ok {
+		for i, a := range path {
+			if ref, governed := rs.Relation(a); governed && !ref {
+				return nil, Errorf(Invalid, fmt.Sprintf("path[%d]", i), "%s is not a relation: the schema does not declare it type ref", a)
+			}
 		}
 	}
 	asOf, knownAt, err := at.Resolve(clock.Now())

@@ -435,3 +435,14 @@ func (b *Batch) SettlePending(find func(sgam.Candidate) (string, error)) error {
 	}
 	return nil
 }
+
+// Relation reports whether the schema declares attribute name a relation
+// (type ref); governed is false without a schema, when any attribute whose
+// values are subject ids may be followed.
+func (g Gov) Relation(name string) (ref, governed bool) {
+	if g.Schema == nil {
+		return false, false
+	}
+	a, ok := g.Schema.Attribute(name)
+	return ok && a.Type == schema.TypeRef, true
+}

@@ -243,3 +243,7 @@ func (s *Store) Dismiss(ctx context.Context, tenant, pendingID string) error {
 		return err
 	})
 }
+
+// Relation reports whether the schema in force declares attribute a ref
+// (see sgam.Traverse).
+func (s *Store) Relation(attribute string) (ref, governed bool) { return s.readGov().Relation(attribute) }

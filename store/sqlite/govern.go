@@ -258,3 +258,7 @@ func (s *Store) insertPending(ctx context.Context, cs []sgam.Candidate) error {
 	}
 	return nil
 }
+
+// Relation reports whether the schema in force declares attribute a ref
+// (see sgam.Traverse).
+func (s *Store) Relation(attribute string) (ref, governed bool) { return s.readGov().Relation(attribute) }
