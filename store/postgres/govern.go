@@ -246,4 +246,6 @@ func (s *Store) Dismiss(ctx context.Context, tenant, pendingID string) error {
 
 // Relation reports whether the schema in force declares attribute a ref
 // (see sgam.Traverse).
-func (s *Store) Relation(attribute string) (ref, governed bool) { return s.readGov().Relation(attribute) }
+func (s *Store) Relation(attribute string) (ref, governed bool) {
+	return s.readGov().Relation(attribute)
+}

@@ -261,4 +261,6 @@ func (s *Store) insertPending(ctx context.Context, cs []sgam.Candidate) error {
 
 // Relation reports whether the schema in force declares attribute a ref
 // (see sgam.Traverse).
-func (s *Store) Relation(attribute string) (ref, governed bool) { return s.readGov().Relation(attribute) }
+func (s *Store) Relation(attribute string) (ref, governed bool) {
+	return s.readGov().Relation(attribute)
+}
