@@ -23,6 +23,10 @@ const (
 	Unavailable Code = "unavailable"
 	// Internal: a bug or a corrupt store.
 	Internal Code = "internal"
+	// Unauthenticated: no credential, or one that is unknown or revoked.
+	Unauthenticated Code = "unauthenticated"
+	// Forbidden: the credential is valid but its role may not do this.
+	Forbidden Code = "forbidden"
 )
 
 // Error is the one error type sgam returns for failures a caller can act on.

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Schema", func(t *testing.T) { runSchema(t, newStore) })
 	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
 	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
+	t.Run("APIKeys", func(t *testing.T) { runKeys(t, newStore) })
 }
 
 // bundle is what most tests need: a store on a manual clock.

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/apikey"
+)
+
+func (a *app) keysCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "keys",
+		Short: "Create, list and revoke the API keys of the HTTP API and MCP server",
+		Long: `An API key is bound to one tenant (--tenant) and one role when it is created:
+
+  read    every read
+  write   reads, and writes of episodes and facts
+  admin   everything, including forget and schema changes
+
+The tenant of every request comes from its key. Only a hash of the key's
+secret is stored: the key is printed once, by 'sgam keys create'.`,
+	}
+	var role, name string
+	create := &cobra.Command{
+		Use:     "create --role read|write|admin [--name NAME]",
+		Short:   "Create a key for --tenant and print it, once",
+		Example: `  sgam keys create --tenant acme --role write --name support-agent`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"role": "--role", "name": "--name"})
+			r, err := apikey.ParseRole("--role", role)
+			if err != nil {
+				return err
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ks, ok := s.(apikey.Store)
+			if !ok {
+				return sgam.Errorf(sgam.Internal, "", "this store keeps no API keys")
+			}
+			token, k, err := apikey.Create(a.ctx, ks, a.tenant, r, name, time.Now())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"key": token, "key_id": k.ID, "tenant": k.Tenant, "role": k.Role, "name": k.Name})
+			}
+			fmt.Fprintln(a.stdout, token)
+			fmt.Fprintf(a.stderr, "key %s for tenant %s, role %s: store it now; sgam keeps only its hash and cannot show it again\n", k.ID, k.Tenant, k.Role)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&role, "role", "", "read, write or admin (required)")
+	create.Flags().StringVar(&name, "name", "", "a label for people (who uses the key)")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List --tenant's keys (ids, roles, names; never secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ks, ok := s.(apikey.Store)
+			if !ok {
+				return sgam.Errorf(sgam.Internal, "", "this store keeps no API keys")
+			}
+			keys, err := ks.ListKeys(a.ctx, a.tenant)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(keys)
+			}
+			if len(keys) == 0 {
+				fmt.Fprintln(a.stdout, "(no keys)")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY ID\tROLE\tNAME\tCREATED\tREVOKED")
+			for _, k := range keys {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Role, k.Name, fmtTime(k.CreatedAt), fmtEnd(k.RevokedAt, "-"))
+			}
+			return tw.Flush()
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke KEY_ID",
+		Short: "Revoke one of --tenant's keys: requests with it fail from now on",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"key_id": "KEY_ID"})
+			if err := apikey.CheckID("KEY_ID", args[0]); err != nil {
+				return err
+			}
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ks, ok := s.(apikey.Store)
+			if !ok {
+				return sgam.Errorf(sgam.Internal, "", "this store keeps no API keys")
+			}
+			if err := ks.RevokeKey(a.ctx, a.tenant, args[0], time.Now()); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "revoked %s\n", args[0])
+			return nil
+		},
+	}
+	c.AddCommand(create, list, revoke)
+	return c
+}
