@@ -1,0 +1,134 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sgam-dev/sgam"
+)
+
+// status is the one mapping from error codes to HTTP statuses.
+var status = map[sgam.Code]int{
+	sgam.Invalid:         http.StatusBadRequest,
+	sgam.NotFound:        http.StatusNotFound,
+	sgam.Conflict:        http.StatusConflict,
+	sgam.Unavailable:     http.StatusServiceUnavailable,
+	sgam.Internal:        http.StatusInternalServerError,
+	sgam.Unauthenticated: http.StatusUnauthorized,
+	sgam.Forbidden:       http.StatusForbidden,
+}
+
+// ErrorBody is every error response: {"error":{"code","field","message"}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the error of a response.
+type ErrorDetail struct {
+	Code    sgam.Code `json:"code"`
+	Field   string    `json:"field,omitempty"`
+	Message string    `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		writeJSON(w, http.StatusRequestEntityTooLarge, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "body",
+			Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}})
+		return
+	}
+	code := sgam.ErrorCode(err)
+	body := ErrorBody{ErrorDetail{Code: code, Field: sgam.ErrorField(err), Message: sgam.ErrorMessage(err)}}
+	if code == sgam.Internal {
+		body.Error.Message = "internal error" // details go to the log, not to callers
+	}
+	if code == sgam.Unauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sgam"`)
+	}
+	writeJSON(w, status[code], body)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// decode reads one JSON object into v, refusing unknown fields, wrong types
+// and trailing data, and naming the field at fault.
+func decode(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err // a *http.MaxBytesError becomes 413
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			field := te.Field
+			if field == "" {
+				field = "body"
+			}
+			return sgam.Errorf(sgam.Invalid, field, "must be a JSON %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
+		case errors.As(err, &se):
+			return sgam.Errorf(sgam.Invalid, "body", "is not valid JSON: %v (at byte %d)", se, se.Offset)
+		case errors.Is(err, io.EOF):
+			return sgam.Errorf(sgam.Invalid, "body", "is empty: send a JSON object")
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			if name == "" || len(name) > 64 {
+				return sgam.Errorf(sgam.Invalid, "body", "has an unknown field %.64q", name)
+			}
+			return sgam.Errorf(sgam.Invalid, name, "is not a field of this request")
+		}
+		return sgam.Errorf(sgam.Invalid, "body", "is not a valid request: %v", err)
+	}
+	if dec.More() {
+		return sgam.Errorf(sgam.Invalid, "body", "holds more than one JSON value")
+	}
+	return nil
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "string"
+	case "struct", "map":
+		return "object"
+	case "slice":
+		return "array"
+	case "bool":
+		return "boolean"
+	}
+	return "number"
+}
+
+// optTime parses an optional RFC 3339 field ("" is zero).
+func optTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return sgam.ParseTime(field, s)
+}
+
+// at reads the as_of and known_at query parameters.
+func at(r *http.Request) (sgam.At, error) {
+	var a sgam.At
+	var err error
+	if a.AsOf, err = optTime("as_of", r.URL.Query().Get("as_of")); err != nil {
+		return a, err
+	}
+	a.KnownAt, err = optTime("known_at", r.URL.Query().Get("known_at"))
+	return a, err
+}

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/apikey"
+)
+
+func (s *Server) routes() {
+	s.route("GET /healthz", "", func(w http.ResponseWriter, r *http.Request, _ caller) (any, error) {
+		return map[string]bool{"ok": true}, nil
+	})
+	s.route("GET /readyz", "", func(w http.ResponseWriter, r *http.Request, _ caller) (any, error) {
+		if _, err := s.cfg.Store.Schema(r.Context()); err != nil {
+			return nil, &sgam.Error{Code: sgam.Unavailable, Message: "the store is not reachable", Err: err}
+		}
+		return map[string]bool{"ok": true}, nil
+	})
+
+	s.route("POST /v1/episodes", apikey.Write, s.addEpisode)
+	s.route("GET /v1/episodes", apikey.Read, s.listEpisodes)
+	s.route("GET /v1/episodes/{id}", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		return s.cfg.Store.Episode(r.Context(), c.tenant, r.PathValue("id"))
+	})
+
+	s.route("POST /v1/facts", apikey.Write, s.assert)
+	s.route("POST /v1/facts/retract", apikey.Write, s.retract)
+	s.route("GET /v1/facts/{id}/trace", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil || id <= 0 {
+			return nil, sgam.Errorf(sgam.Invalid, "fact_id", "%q is not a fact id", r.PathValue("id"))
+		}
+		return s.cfg.Store.Trace(r.Context(), c.tenant, id)
+	})
+	s.route("GET /v1/subjects/{subject}", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		a, err := at(r)
+		if err != nil {
+			return nil, err
+		}
+		facts, err := s.cfg.Store.State(r.Context(), c.tenant, r.PathValue("subject"), a)
+		return map[string]any{"facts": facts}, err
+	})
+	s.route("GET /v1/subjects/{subject}/attributes/{attribute}", apikey.Read, s.get)
+	s.route("GET /v1/subjects/{subject}/attributes/{attribute}/history", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		facts, err := s.cfg.Store.History(r.Context(), s.key(r, c))
+		return map[string]any{"facts": facts}, err
+	})
+}
+
+func (s *Server) key(r *http.Request, c caller) sgam.Key {
+	return sgam.Key{Tenant: c.tenant, Subject: r.PathValue("subject"), Attribute: r.PathValue("attribute")}
+}
+
+// EpisodeRequest is the body of POST /v1/episodes.
+type EpisodeRequest struct {
+	EpisodeID      string          `json:"episode_id"`
+	Session        string          `json:"session"`
+	Kind           string          `json:"kind"`
+	Content        string          `json:"content"`
+	OccurredAt     string          `json:"occurred_at"`
+	Metadata       json.RawMessage `json:"metadata"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Retention      string          `json:"retention"`
+}
+
+func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	var req EpisodeRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	occurred, err := optTime("occurred_at", req.OccurredAt)
+	if err != nil {
+		return nil, err
+	}
+	if string(req.Metadata) == "null" {
+		req.Metadata = nil
+	}
+	return s.cfg.Store.AddEpisode(r.Context(), sgam.Episode{Tenant: c.tenant, ID: req.EpisodeID, Session: req.Session, Kind: req.Kind,
+		Content: req.Content, OccurredAt: occurred, Metadata: req.Metadata, IdempotencyKey: req.IdempotencyKey, Retention: req.Retention})
+}
+
+func (s *Server) listEpisodes(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	q := sgam.EpisodeQuery{Tenant: c.tenant, Session: r.URL.Query().Get("session")}
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			return nil, sgam.Errorf(sgam.Invalid, "limit", "%q is not a number", l)
+		}
+		q.Limit = n
+	}
+	eps, err := s.cfg.Store.Episodes(r.Context(), q)
+	return map[string]any{"episodes": eps}, err
+}
+
+// AssertRequest is the body of POST /v1/facts.
+type AssertRequest struct {
+	Subject   string          `json:"subject"`
+	Attribute string          `json:"attribute"`
+	Value     json.RawMessage `json:"value"`
+	ValidFrom string          `json:"valid_from"`
+	Source    string          `json:"source"`
+}
+
+func (s *Server) assert(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	var req AssertRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	vf, err := sgam.ParseTime("valid_from", req.ValidFrom)
+	if err != nil {
+		return nil, err
+	}
+	return s.cfg.Store.Assert(r.Context(), sgam.Assertion{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
+		Value: req.Value, ValidFrom: vf, Source: req.Source})
+}
+
+// RetractRequest is the body of POST /v1/facts/retract.
+type RetractRequest struct {
+	Subject   string          `json:"subject"`
+	Attribute string          `json:"attribute"`
+	At        string          `json:"at"`
+	Source    string          `json:"source"`
+	Value     json.RawMessage `json:"value,omitempty"` // a set's member
+}
+
+func (s *Server) retract(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	var req RetractRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	t, err := sgam.ParseTime("at", req.At)
+	if err != nil {
+		return nil, err
+	}
+	return s.cfg.Store.Retract(r.Context(), sgam.Retraction{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
+		At: t, Source: req.Source, Value: req.Value})
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	a, err := at(r)
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.cfg.Store.Get(r.Context(), s.key(r, c), a)
+	if sgam.IsSetError(err) {
+		members, err := s.cfg.Store.Members(r.Context(), s.key(r, c), a)
+		return map[string]any{"facts": members}, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"fact": f}, nil
+}

@@ -1,0 +1,155 @@
+// Package server is sgam's HTTP JSON API: every route of the ledger behind
+// tenant-bound API keys. The tenant of a request always comes from its key
+// (or, with Dev, from the server's configuration), never from the body or
+// the path, so a key of one tenant finds nothing of another: a 404, as if it
+// did not exist.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/apikey"
+)
+
+// Config configures a Server.
+type Config struct {
+	Store sgam.Store
+	// Keys checks API keys; nil only with Dev.
+	Keys apikey.Store
+	// Dev serves without keys, every request as tenant DevTenant with the
+	// admin role. For local use only.
+	Dev       bool
+	DevTenant string
+	// MaxBodyBytes bounds request bodies; default 1 MiB.
+	MaxBodyBytes int64
+	// Timeout bounds each request; default 30 s.
+	Timeout time.Duration
+	Logger  *slog.Logger
+	Clock   sgam.Clock
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// New returns the API's handler.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: no store")
+	}
+	if cfg.Keys == nil && !cfg.Dev {
+		return nil, errors.New("server: no key store, and not in dev mode")
+	}
+	if cfg.Dev && cfg.DevTenant == "" {
+		cfg.DevTenant = sgam.DefaultTenant
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = sgam.SystemClock{}
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s.routes()
+	return s, nil
+}
+
+// caller is who a request acts as.
+type caller struct {
+	tenant string
+	role   apikey.Role
+	keyID  string
+}
+
+type ctxKey struct{}
+
+func callerOf(ctx context.Context) caller { c, _ := ctx.Value(ctxKey{}).(caller); return c }
+
+// handler is a route's work: it returns the value to encode (status 200,
+// or the status it sets with created) or an error.
+type handler func(w http.ResponseWriter, r *http.Request, c caller) (any, error)
+
+// route registers pattern, needing role need (0: no key at all).
+func (s *Server) route(pattern string, need apikey.Role, h handler) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		var c caller
+		if need != "" {
+			var err error
+			if c, err = s.authenticate(r); err == nil {
+				err = apikey.Require(apikey.Key{Role: c.role}, need)
+			}
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		v, err := h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)), c)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+}
+
+// authenticate returns the caller of r from its bearer key.
+func (s *Server) authenticate(r *http.Request) (caller, error) {
+	if s.cfg.Dev {
+		return caller{tenant: s.cfg.DevTenant, role: apikey.Admin}, nil
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return caller{}, sgam.Errorf(sgam.Unauthenticated, "authorization", "send the API key as 'Authorization: Bearer sgam_...'")
+	}
+	k, err := apikey.Authenticate(r.Context(), s.cfg.Keys, strings.TrimSpace(token))
+	if err != nil {
+		return caller{}, err
+	}
+	return caller{tenant: k.Tenant, role: k.Role, keyID: k.ID}, nil
+}
+
+// ServeHTTP serves the API with a request id, a timeout and a log line per
+// request that names the key by its id, never its secret.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := r.Header.Get("X-Request-Id")
+	if id == "" || len(id) > 64 {
+		var b [8]byte
+		rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-Id", id)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	s.mux.ServeHTTP(rec, r.WithContext(ctx))
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("request_id", id), slog.String("method", r.Method),
+		slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
