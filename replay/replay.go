@@ -282,6 +282,9 @@ type Runner struct {
 	Clock *sgam.ManualClock
 	// Tenant applies to lines that name none.
 	Tenant string
+	// OnlyTenant refuses lines that name another tenant than Tenant (a
+	// replay on behalf of a caller bound to one tenant, as over HTTP).
+	OnlyTenant bool
 }
 
 // Stats counts what a run did.
@@ -376,6 +379,9 @@ func (r *Runner) Exec(ctx context.Context, op Op) (Result, error) {
 	tenant := op.Tenant
 	if tenant == "" {
 		tenant = r.Tenant
+	}
+	if r.OnlyTenant && tenant != r.Tenant {
+		return Result{}, sgam.Errorf(sgam.Invalid, "tenant", "this replay acts within its caller's tenant only; leave tenant out")
 	}
 	key := sgam.Key{Tenant: tenant, Subject: op.Subject, Attribute: op.Attribute}
 	at := sgam.At{AsOf: op.AsOf, KnownAt: op.KnownAt}

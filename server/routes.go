@@ -1,12 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/replay"
 )
 
 func (s *Server) routes() {
@@ -48,6 +52,7 @@ func (s *Server) routes() {
 		facts, err := s.cfg.Store.History(r.Context(), s.key(r, c))
 		return map[string]any{"facts": facts}, err
 	})
+	s.moreRoutes()
 }
 
 func (s *Server) key(r *http.Request, c caller) sgam.Key {
@@ -153,4 +158,115 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c caller) (any, err
 		return nil, err
 	}
 	return map[string]any{"fact": f}, nil
+}
+
+func (s *Server) moreRoutes() {
+	s.route("POST /v1/sets/add", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		var req AssertRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		vf, err := sgam.ParseTime("valid_from", req.ValidFrom)
+		if err != nil {
+			return nil, err
+		}
+		return s.cfg.Store.Add(r.Context(), sgam.Assertion{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
+			Value: req.Value, ValidFrom: vf, Source: req.Source})
+	})
+	s.route("POST /v1/sets/remove", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		var req RetractRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		t, err := sgam.ParseTime("at", req.At)
+		if err != nil {
+			return nil, err
+		}
+		return s.cfg.Store.Remove(r.Context(), sgam.Retraction{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
+			At: t, Source: req.Source, Value: req.Value})
+	})
+	s.route("GET /v1/subjects/{subject}/traverse", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		a, err := at(r)
+		if err != nil {
+			return nil, err
+		}
+		var path []string
+		if p := r.URL.Query().Get("path"); p != "" {
+			path = strings.Split(p, ",")
+		}
+		hops, err := sgam.Traverse(r.Context(), s.cfg.Store, s.cfg.Clock, c.tenant, r.PathValue("subject"), path, a)
+		return map[string]any{"hops": hops}, err
+	})
+
+	s.route("GET /v1/pending", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		cs, err := s.cfg.Store.Pending(r.Context(), sgam.PendingQuery{Tenant: c.tenant, Subject: r.URL.Query().Get("subject")})
+		return map[string]any{"candidates": cs}, err
+	})
+	s.route("POST /v1/pending/{id}/confirm", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		var req struct {
+			EpisodeID string `json:"episode_id"`
+		}
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return s.cfg.Store.Confirm(r.Context(), c.tenant, r.PathValue("id"), req.EpisodeID)
+	})
+	s.route("POST /v1/pending/{id}/dismiss", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		return map[string]bool{"ok": true}, s.cfg.Store.Dismiss(r.Context(), c.tenant, r.PathValue("id"))
+	})
+
+	s.route("POST /v1/forget", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		var req struct {
+			Subject string `json:"subject"`
+			Episode string `json:"episode_id"`
+			All     bool   `json:"all"`
+		}
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		actor := "api"
+		if c.keyID != "" {
+			actor = "key:" + c.keyID
+		}
+		return s.cfg.Store.Forget(r.Context(), sgam.ForgetRequest{Tenant: c.tenant, Subject: req.Subject, Episode: req.Episode, All: req.All, Actor: actor})
+	})
+	s.route("GET /v1/receipts", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		rs, err := s.cfg.Store.Receipts(r.Context(), c.tenant)
+		return map[string]any{"receipts": rs}, err
+	})
+
+	s.route("GET /v1/schema", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		return s.cfg.Store.Schema(r.Context())
+	})
+	s.route("POST /v1/schema", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		dry := r.URL.Query().Get("dry_run")
+		if dry != "" && dry != "true" && dry != "false" {
+			return nil, sgam.Errorf(sgam.Invalid, "dry_run", "must be true or false")
+		}
+		return s.cfg.Store.ApplySchema(r.Context(), body, dry == "true")
+	})
+
+	s.route("POST /v1/replay", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		var out bytes.Buffer
+		runner := &replay.Runner{Store: s.cfg.Store, Tenant: c.tenant, OnlyTenant: true}
+		st, err := runner.Run(r.Context(), bytes.NewReader(body), &out)
+		if err != nil {
+			return nil, err
+		}
+		var results []json.RawMessage
+		for _, line := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
+			if len(line) > 0 {
+				results = append(results, line)
+			}
+		}
+		return map[string]any{"lines": st.Lines, "failed": st.Failed, "results": results}, nil
+	})
 }

@@ -231,3 +231,83 @@ func (e *env) requireNoKeysInLogs() {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestSchemaRoutes(t *testing.T) {
+	e := newEnv(t)
+	const schema = "attributes:\n  allergies: {memory: profile, type: string, cardinality: many}\n  account: {memory: relation, type: {ref: account}}\n  policy: {memory: account, type: {ref: policy}, cardinality: many}\n  budget: {memory: task, type: integer, conflict: review}\n"
+	st, body := e.do("POST", "/v1/schema?dry_run=true", "acme-write", schema)
+	require.Equal(t, 403, st, "only admin keys apply schemas")
+	// The test keys: acme has write/read; make an acme admin.
+	token, _, err := apikey.Create(context.Background(), e.store, "acme", apikey.Admin, "acme-admin", time.Now())
+	require.NoError(t, err)
+	e.keys["acme-admin"] = token
+	st, body = e.do("POST", "/v1/schema?dry_run=true", "acme-admin", schema)
+	require.Equal(t, 200, st, "%v", body)
+	require.NotEmpty(t, body["diff"])
+	st, body = e.do("POST", "/v1/schema", "acme-admin", "attributes: {x: {memory: task, type: strin}}")
+	require.Equal(t, 400, st)
+	st, _ = e.do("POST", "/v1/schema", "acme-admin", schema)
+	require.Equal(t, 200, st)
+	st, body = e.do("GET", "/v1/schema", "acme-read", "")
+	require.Equal(t, 200, st)
+	require.Equal(t, float64(1), body["version"])
+
+	for _, v := range []string{"peanuts", "shellfish"} {
+		st, body = e.do("POST", "/v1/sets/add", "acme-write", `{"subject":"mira","attribute":"allergies","value":"`+v+`","valid_from":"2026-01-01T00:00:00Z","source":"e1"}`)
+		require.Equal(t, 200, st, "%v", body)
+	}
+	st, body = e.do("POST", "/v1/sets/remove", "acme-write", `{"subject":"mira","attribute":"allergies","value":"peanuts","at":"2026-02-01T00:00:00Z","source":"e2"}`)
+	require.Equal(t, 200, st, "%v", body)
+	st, body = e.do("GET", "/v1/subjects/mira/attributes/allergies", "acme-read", "")
+	require.Equal(t, 200, st)
+	require.Len(t, body["facts"], 1)
+	st, body = e.do("GET", "/v1/subjects/mira/attributes/allergies?as_of=2026-01-15T00:00:00Z", "acme-read", "")
+	require.Len(t, body["facts"], 2)
+
+	e.do("POST", "/v1/facts", "acme-write", `{"subject":"mira","attribute":"account","value":"acct-42","valid_from":"2026-01-01T00:00:00Z","source":"e1"}`)
+	e.do("POST", "/v1/sets/add", "acme-write", `{"subject":"acct-42","attribute":"policy","value":"pol-1","valid_from":"2026-01-01T00:00:00Z","source":"e1"}`)
+	st, body = e.do("GET", "/v1/subjects/mira/traverse?path=account,policy", "acme-read", "")
+	require.Equal(t, 200, st, "%v", body)
+	require.Len(t, body["hops"], 2)
+	st, body = e.do("GET", "/v1/subjects/mira/traverse?path=account,policy", "globex-admin", "")
+	require.Equal(t, 200, st)
+	require.Empty(t, body["hops"])
+
+	e.do("POST", "/v1/facts", "acme-write", `{"subject":"mira","attribute":"budget","value":100,"valid_from":"2026-01-01T00:00:00Z","source":"e1"}`)
+	st, body = e.do("POST", "/v1/facts", "acme-write", `{"subject":"mira","attribute":"budget","value":200,"valid_from":"2026-01-01T00:00:00Z","source":"e2"}`)
+	require.Equal(t, 200, st)
+	id := body["pending"].(map[string]any)["pending_id"].(string)
+	st, body = e.do("GET", "/v1/pending", "acme-read", "")
+	require.Len(t, body["candidates"], 1)
+	st, body = e.do("GET", "/v1/pending", "globex-admin", "")
+	require.Empty(t, body["candidates"])
+	st, _ = e.do("POST", "/v1/pending/"+id+"/confirm", "globex-admin", `{"episode_id":"ok"}`)
+	require.Equal(t, 404, st)
+	st, body = e.do("POST", "/v1/pending/"+id+"/confirm", "acme-write", `{"episode_id":"ok"}`)
+	require.Equal(t, 200, st, "%v", body)
+	st, _ = e.do("POST", "/v1/pending/"+id+"/dismiss", "acme-write", "")
+	require.Equal(t, 404, st)
+
+	// Replay within the caller's tenant only.
+	st, body = e.do("POST", "/v1/replay", "acme-admin", `{"op":"get","subject":"mira","attribute":"budget"}`+"\n"+`{"op":"get","tenant":"globex","subject":"mira","attribute":"budget"}`)
+	require.Equal(t, 200, st, "%v", body)
+	require.Equal(t, float64(1), body["failed"])
+	require.Contains(t, string(mustJSON(body["results"])), "200")
+
+	// Forget, admin only, with its receipt.
+	st, _ = e.do("POST", "/v1/forget", "acme-write", `{"subject":"mira"}`)
+	require.Equal(t, 403, st)
+	st, body = e.do("POST", "/v1/forget", "acme-admin", `{"subject":"mira"}`)
+	require.Equal(t, 200, st, "%v", body)
+	require.NotZero(t, body["facts_deleted"])
+	st, body = e.do("GET", "/v1/receipts", "acme-admin", "")
+	require.Len(t, body["receipts"], 1)
+	st, body = e.do("GET", "/v1/receipts", "globex-admin", "")
+	require.Empty(t, body["receipts"])
+	v, err := e.store.Check(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, v)
+	e.requireNoKeysInLogs()
+}
+
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
