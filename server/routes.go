@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,7 +14,15 @@ import (
 	"github.com/sgam-dev/sgam/replay"
 )
 
-func (s *Server) routes() {
+//go:embed openapi.json
+var openAPI []byte
+
+func (s *Server) register() {
+	s.routes["GET /openapi.json"] = ""
+	s.mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	})
 	s.route("GET /healthz", "", func(w http.ResponseWriter, r *http.Request, _ caller) (any, error) {
 		return map[string]bool{"ok": true}, nil
 	})

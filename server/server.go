@@ -40,6 +40,9 @@ type Config struct {
 type Server struct {
 	cfg Config
 	mux *http.ServeMux
+	// routes maps each registered pattern ("GET /v1/schema") to the role it
+	// needs ("" for none): what the OpenAPI document must say.
+	routes map[string]apikey.Role
 }
 
 // New returns the API's handler.
@@ -65,8 +68,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = sgam.SystemClock{}
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
-	s.routes()
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]apikey.Role{}}
+	s.register()
 	return s, nil
 }
 
@@ -87,6 +90,7 @@ type handler func(w http.ResponseWriter, r *http.Request, c caller) (any, error)
 
 // route registers pattern, needing role need (0: no key at all).
 func (s *Server) route(pattern string, need apikey.Role, h handler) {
+	s.routes[pattern] = need
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		var c caller
 		if need != "" {
