@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/replay"
@@ -23,6 +25,8 @@ func (s *Server) register() {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openAPI)
 	})
+	s.routes["GET /metrics"] = ""
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	s.route("GET /healthz", "", func(w http.ResponseWriter, r *http.Request, _ caller) (any, error) {
 		return map[string]bool{"ok": true}, nil
 	})

@@ -32,8 +32,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// Timeout bounds each request; default 30 s.
 	Timeout time.Duration
-	Logger  *slog.Logger
-	Clock   sgam.Clock
+	// RateLimit is each key's sustained requests per second (bursts of
+	// twice that); 0 is no limit.
+	RateLimit float64
+	Logger    *slog.Logger
+	Clock     sgam.Clock
 }
 
 // Server is the HTTP API.
@@ -42,7 +45,9 @@ type Server struct {
 	mux *http.ServeMux
 	// routes maps each registered pattern ("GET /v1/schema") to the role it
 	// needs ("" for none): what the OpenAPI document must say.
-	routes map[string]apikey.Role
+	routes  map[string]apikey.Role
+	limits  *limiters
+	metrics *metrics
 }
 
 // New returns the API's handler.
@@ -68,7 +73,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = sgam.SystemClock{}
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]apikey.Role{}}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
+		limits: newLimiters(cfg.RateLimit), metrics: newMetrics(cfg.Store)}
 	s.register()
 	return s, nil
 }
@@ -100,6 +106,10 @@ func (s *Server) route(pattern string, need apikey.Role, h handler) {
 			}
 			if err != nil {
 				writeError(w, err)
+				return
+			}
+			if wait, ok := s.limits.allow(c.keyID); !ok {
+				tooMany(w, wait)
 				return
 			}
 		}
@@ -143,7 +153,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	s.mux.ServeHTTP(rec, r.WithContext(ctx))
+	r = r.WithContext(ctx)
+	s.mux.ServeHTTP(rec, r)
+	route := r.Pattern // set by the mux: the route, never the caller's path
+	if route == "" {
+		route = "unmatched"
+	}
+	s.metrics.observe(route, rec.status, time.Since(start))
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("request_id", id), slog.String("method", r.Method),
 		slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
 }

@@ -311,3 +311,40 @@ func TestSchemaRoutes(t *testing.T) {
 }
 
 func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
+
+func TestRateLimitAndMetrics(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	token, _, err := apikey.Create(ctx, s, "acme", apikey.Read, "", time.Now())
+	require.NoError(t, err)
+	other, _, err := apikey.Create(ctx, s, "acme", apikey.Read, "", time.Now())
+	require.NoError(t, err)
+	h, err := server.New(server.Config{Store: s, Keys: s, RateLimit: 1})
+	require.NoError(t, err)
+	get := func(path, key string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", path, nil)
+		if key != "" {
+			r.Header.Set("Authorization", "Bearer "+key)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	for range 2 { // the burst
+		require.Equal(t, 200, get("/v1/episodes", token).Code)
+	}
+	w := get("/v1/episodes", token)
+	require.Equal(t, 429, w.Code)
+	require.NotEmpty(t, w.Header().Get("Retry-After"))
+	require.Equal(t, 200, get("/v1/episodes", other).Code, "limits are per key")
+
+	w = get("/metrics", "")
+	require.Equal(t, 200, w.Code)
+	m := w.Body.String()
+	require.Contains(t, m, `sgam_http_requests_total{route="GET /v1/episodes",status="429"} 1`)
+	require.Contains(t, m, `sgam_http_request_duration_seconds_bucket{route="GET /v1/episodes",status="200"`)
+	require.Contains(t, m, "sgam_store_open_connections")
+	require.NotContains(t, m, token)
+}

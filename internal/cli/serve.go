@@ -22,6 +22,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var dev bool
 	var maxBody int64
+	var rateLimit float64
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP JSON API on --addr, behind tenant-bound API keys",
@@ -32,6 +33,9 @@ right: for local use only. SIGINT or SIGTERM stops the server after the
 requests in flight finish.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if rateLimit < 0 {
+				return sgam.Errorf(sgam.Invalid, "--rate-limit", "must not be negative")
+			}
 			if maxBody <= 0 || maxBody > 64<<20 {
 				return sgam.Errorf(sgam.Invalid, "--max-body", "must be between 1 and %d bytes", 64<<20)
 			}
@@ -42,7 +46,7 @@ requests in flight finish.`,
 			defer s.Close()
 			keys, _ := s.(apikey.Store)
 			log := slog.New(slog.NewJSONHandler(a.stderr, nil))
-			h, err := server.New(server.Config{Store: s, Keys: keys, Dev: dev, DevTenant: a.tenant, MaxBodyBytes: maxBody, Logger: log})
+			h, err := server.New(server.Config{Store: s, Keys: keys, Dev: dev, DevTenant: a.tenant, MaxBodyBytes: maxBody, RateLimit: rateLimit, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -79,5 +83,6 @@ requests in flight finish.`,
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7420", "address to listen on")
 	c.Flags().BoolVar(&dev, "dev", false, "serve without API keys, as --tenant (local use only)")
 	c.Flags().Int64Var(&maxBody, "max-body", 1<<20, "largest request body in bytes")
+	c.Flags().Float64Var(&rateLimit, "rate-limit", 200, "requests per second per API key, bursts of twice that (0: no limit)")
 	return c
 }

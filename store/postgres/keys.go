@@ -69,3 +69,6 @@ func (s *Store) RevokeKey(ctx context.Context, tenant, id string, at time.Time) 
 	}
 	return nil
 }
+
+// OpenConns reports the connections the store holds open (for metrics).
+func (s *Store) OpenConns() int { return int(s.pool.Stat().TotalConns()) }

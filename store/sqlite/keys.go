@@ -87,3 +87,6 @@ func (s *Store) RevokeKey(ctx context.Context, tenant, id string, at time.Time) 
 	}
 	return tx.commit(nil)
 }
+
+// OpenConns reports the connections the store holds open (for metrics).
+func (s *Store) OpenConns() int { return s.rdb.Stats().OpenConnections + s.wdb.Stats().OpenConnections }

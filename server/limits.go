@@ -1,0 +1,90 @@
+package server
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/sgam-dev/sgam"
+)
+
+// limiters holds one token bucket per API key.
+type limiters struct {
+	mu    sync.Mutex
+	every rate.Limit
+	burst int
+	byKey map[string]*rate.Limiter
+}
+
+func newLimiters(perSecond float64) *limiters {
+	if perSecond <= 0 {
+		return nil
+	}
+	return &limiters{every: rate.Limit(perSecond), burst: max(1, int(2*perSecond)), byKey: map[string]*rate.Limiter{}}
+}
+
+// allow takes a token for key, or returns how long to wait for one.
+func (l *limiters) allow(key string) (time.Duration, bool) {
+	if l == nil {
+		return 0, true
+	}
+	l.mu.Lock()
+	lim := l.byKey[key]
+	if lim == nil {
+		lim = rate.NewLimiter(l.every, l.burst)
+		l.byKey[key] = lim
+	}
+	l.mu.Unlock()
+	r := lim.Reserve()
+	if d := r.Delay(); d > 0 {
+		r.Cancel()
+		return d, false
+	}
+	return 0, true
+}
+
+// tooMany answers 429 with Retry-After in whole seconds.
+func tooMany(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+	writeJSON(w, http.StatusTooManyRequests, ErrorBody{ErrorDetail{Code: sgam.Unavailable, Field: "authorization",
+		Message: "this key's rate limit is spent; retry after the Retry-After seconds"}})
+}
+
+// metrics are the server's Prometheus collectors, on a registry of its own.
+type metrics struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(st sgam.Store) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sgam_http_requests_total",
+			Help: "HTTP requests by route and status."}, []string{"route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sgam_http_request_duration_seconds",
+			Help: "HTTP request latency by route and status.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route", "status"}),
+	}
+	m.registry.MustRegister(m.requests, m.latency, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	if r, ok := st.(interface{ Retries() int64 }); ok {
+		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sgam_store_retries_total",
+			Help: "Store transactions run again after a serialization failure, deadlock or lost connection."},
+			func() float64 { return float64(r.Retries()) }))
+	}
+	if c, ok := st.(interface{ OpenConns() int }); ok {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sgam_store_open_connections",
+			Help: "Connections the store holds open."}, func() float64 { return float64(c.OpenConns()) }))
+	}
+	return m
+}
+
+func (m *metrics) observe(route string, status int, d time.Duration) {
+	s := strconv.Itoa(status)
+	m.requests.WithLabelValues(route, s).Inc()
+	m.latency.WithLabelValues(route, s).Observe(d.Seconds())
+}
