@@ -122,17 +122,23 @@ type AssertRequest struct {
 	Source    string          `json:"source"`
 }
 
-func (s *Server) assert(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+// assertion decodes an AssertRequest within the caller's tenant.
+func assertion(r *http.Request, c caller) (sgam.Assertion, error) {
 	var req AssertRequest
 	if err := decode(r, &req); err != nil {
-		return nil, err
+		return sgam.Assertion{}, err
 	}
 	vf, err := sgam.ParseTime("valid_from", req.ValidFrom)
+	return sgam.Assertion{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
+		Value: req.Value, ValidFrom: vf, Source: req.Source}, err
+}
+
+func (s *Server) assert(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	a, err := assertion(r, c)
 	if err != nil {
 		return nil, err
 	}
-	return s.cfg.Store.Assert(r.Context(), sgam.Assertion{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
-		Value: req.Value, ValidFrom: vf, Source: req.Source})
+	return s.cfg.Store.Assert(r.Context(), a)
 }
 
 // RetractRequest is the body of POST /v1/facts/retract.
@@ -144,17 +150,23 @@ type RetractRequest struct {
 	Value     json.RawMessage `json:"value,omitempty"` // a set's member
 }
 
-func (s *Server) retract(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+// retraction decodes a RetractRequest within the caller's tenant.
+func retraction(r *http.Request, c caller) (sgam.Retraction, error) {
 	var req RetractRequest
 	if err := decode(r, &req); err != nil {
-		return nil, err
+		return sgam.Retraction{}, err
 	}
 	t, err := sgam.ParseTime("at", req.At)
+	return sgam.Retraction{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
+		At: t, Source: req.Source, Value: req.Value}, err
+}
+
+func (s *Server) retract(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	rt, err := retraction(r, c)
 	if err != nil {
 		return nil, err
 	}
-	return s.cfg.Store.Retract(r.Context(), sgam.Retraction{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
-		At: t, Source: req.Source, Value: req.Value})
+	return s.cfg.Store.Retract(r.Context(), rt)
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
@@ -175,28 +187,18 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c caller) (any, err
 
 func (s *Server) moreRoutes() {
 	s.route("POST /v1/sets/add", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
-		var req AssertRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		vf, err := sgam.ParseTime("valid_from", req.ValidFrom)
+		a, err := assertion(r, c)
 		if err != nil {
 			return nil, err
 		}
-		return s.cfg.Store.Add(r.Context(), sgam.Assertion{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
-			Value: req.Value, ValidFrom: vf, Source: req.Source})
+		return s.cfg.Store.Add(r.Context(), a)
 	})
 	s.route("POST /v1/sets/remove", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
-		var req RetractRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		t, err := sgam.ParseTime("at", req.At)
+		rt, err := retraction(r, c)
 		if err != nil {
 			return nil, err
 		}
-		return s.cfg.Store.Remove(r.Context(), sgam.Retraction{Key: sgam.Key{Tenant: c.tenant, Subject: req.Subject, Attribute: req.Attribute},
-			At: t, Source: req.Source, Value: req.Value})
+		return s.cfg.Store.Remove(r.Context(), rt)
 	})
 	s.route("GET /v1/subjects/{subject}/traverse", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		a, err := at(r)

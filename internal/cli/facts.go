@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,26 +29,10 @@ earlier than every stored value ends where the next one starts.`,
 			if err != nil {
 				return err
 			}
-			vf, err := timeFlag("valid-from", validFrom)
-			if err != nil {
-				return err
-			}
-			if source == "" {
-				return sgam.Errorf(sgam.Invalid, "--source", "is required: the episode that supports this fact (a missing one is created as a placeholder; capture its text with 'sgam episode add')")
-			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if vf.IsZero() {
-				vf = now()
-			}
-			r, err := s.Assert(a.ctx, sgam.Assertion{Key: a.key(args[0], args[1]), Value: value, ValidFrom: vf, Source: source})
-			if err != nil {
-				return err
-			}
-			return a.printWrite(r)
+			return a.write("valid-from", validFrom, source, "this fact (a missing one is created as a placeholder; capture its text with 'sgam episode add')",
+				func(s sgam.Store, vf time.Time) (sgam.WriteResult, error) {
+					return s.Assert(a.ctx, sgam.Assertion{Key: a.key(args[0], args[1]), Value: value, ValidFrom: vf, Source: source})
+				})
 		},
 	}
 	c.Flags().StringVar(&validFrom, "valid-from", "", "when the value starts to hold (RFC 3339; default now)")
@@ -67,31 +52,40 @@ assertion that arrives later stops where it starts.`,
 		Example: `  sgam retract mira favourite_music --at 2026-07-01T00:00:00Z --source e7`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := timeFlag("at", at)
-			if err != nil {
-				return err
-			}
-			if source == "" {
-				return sgam.Errorf(sgam.Invalid, "--source", "is required: the episode that supports the retraction")
-			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if t.IsZero() {
-				t = now()
-			}
-			r, err := s.Retract(a.ctx, sgam.Retraction{Key: a.key(args[0], args[1]), At: t, Source: source})
-			if err != nil {
-				return err
-			}
-			return a.printWrite(r)
+			return a.write("at", at, source, "the retraction", func(s sgam.Store, t time.Time) (sgam.WriteResult, error) {
+				return s.Retract(a.ctx, sgam.Retraction{Key: a.key(args[0], args[1]), At: t, Source: source})
+			})
 		},
 	}
 	c.Flags().StringVar(&at, "at", "", "when the attribute stops having a value (RFC 3339; default now)")
 	c.Flags().StringVar(&source, "source", "", "id of the supporting episode (required)")
 	return c
+}
+
+// write runs one write command: the instant flag (default now) and
+// --source checked, the store opened, the result printed. supports says
+// what the source episode supports, for the error when it is missing.
+func (a *app) write(instantFlag, instant, source, supports string, do func(sgam.Store, time.Time) (sgam.WriteResult, error)) error {
+	t, err := timeFlag(instantFlag, instant)
+	if err != nil {
+		return err
+	}
+	if source == "" {
+		return sgam.Errorf(sgam.Invalid, "--source", "is required: the episode that supports %s", supports)
+	}
+	s, err := a.open(nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if t.IsZero() {
+		t = now()
+	}
+	r, err := do(s, t)
+	if err != nil {
+		return err
+	}
+	return a.printWrite(r)
 }
 
 func (a *app) key(subject, attribute string) sgam.Key {

@@ -202,26 +202,9 @@ from the same instant is a repeat.`,
 			if err != nil {
 				return err
 			}
-			vf, err := timeFlag("valid-from", validFrom)
-			if err != nil {
-				return err
-			}
-			if source == "" {
-				return sgam.Errorf(sgam.Invalid, "--source", "is required: the episode that supports this member")
-			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if vf.IsZero() {
-				vf = now()
-			}
-			r, err := s.Add(a.ctx, sgam.Assertion{Key: a.key(args[0], args[1]), Value: value, ValidFrom: vf, Source: source})
-			if err != nil {
-				return err
-			}
-			return a.printWrite(r)
+			return a.write("valid-from", validFrom, source, "this member", func(s sgam.Store, vf time.Time) (sgam.WriteResult, error) {
+				return s.Add(a.ctx, sgam.Assertion{Key: a.key(args[0], args[1]), Value: value, ValidFrom: vf, Source: source})
+			})
 		},
 	}
 	add.Flags().StringVar(&validFrom, "valid-from", "", "when the member joins the set (RFC 3339; default now)")
@@ -237,26 +220,9 @@ from the same instant is a repeat.`,
 			if err != nil {
 				return err
 			}
-			t, err := timeFlag("at", at)
-			if err != nil {
-				return err
-			}
-			if source == "" {
-				return sgam.Errorf(sgam.Invalid, "--source", "is required: the episode that supports the removal")
-			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if t.IsZero() {
-				t = now()
-			}
-			r, err := s.Remove(a.ctx, sgam.Retraction{Key: a.key(args[0], args[1]), Value: value, At: t, Source: source})
-			if err != nil {
-				return err
-			}
-			return a.printWrite(r)
+			return a.write("at", at, source, "the removal", func(s sgam.Store, t time.Time) (sgam.WriteResult, error) {
+				return s.Remove(a.ctx, sgam.Retraction{Key: a.key(args[0], args[1]), Value: value, At: t, Source: source})
+			})
 		},
 	}
 	remove.Flags().StringVar(&at, "at", "", "when the member leaves the set (RFC 3339; default now)")
