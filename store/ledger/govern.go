@@ -137,7 +137,7 @@ func (b *Batch) pend(i int, o Op, reason string, conflictsWith *int64, now int64
 		c.Member = []byte(o.Key.Member)
 	}
 	b.Pending = append(b.Pending, c)
-	b.pending[i] = &b.Pending[len(b.Pending)-1]
+	b.pending[i] = len(b.Pending)
 }
 
 // KindsNeeded lists the episodes whose kind Apply will ask for: the sources

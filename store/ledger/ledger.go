@@ -81,8 +81,8 @@ type Batch struct {
 
 	keys     map[sgam.Key]*keyState
 	outcomes []temporal.Outcome
-	pending  []*sgam.Candidate // by op
-	kept     []bool            // by op: prefer_source kept the existing row
+	pending  []int  // by op: 1 + its index in Pending, 0 when not held
+	kept     []bool // by op: prefer_source kept the existing row
 	kinds    map[EpisodeRef]string
 }
 
@@ -133,15 +133,7 @@ func (b *Batch) SetBelieved(k sgam.Key, rows []temporal.Row) {
 // "field[i]" when field is not empty (for batches).
 func (b *Batch) Apply(now int64, nextID func() int64, field string) error {
 	b.outcomes = make([]temporal.Outcome, len(b.Ops))
-	b.pending, b.kept, b.Pending = make([]*sgam.Candidate, len(b.Ops)), make([]bool, len(b.Ops)), nil
-	// pend appends to Pending and points into it: reserve room so that the
-	// pointers stay valid.
-	for _, o := range b.Ops {
-		if o.Sensitive || o.Policy == schema.Review {
-			b.Pending = make([]sgam.Candidate, 0, len(b.Ops))
-			break
-		}
-	}
+	b.pending, b.kept, b.Pending = make([]int, len(b.Ops)), make([]bool, len(b.Ops)), nil
 	for i, o := range b.Ops {
 		ks := b.keys[o.Key]
 		if ks.ledger == nil {
@@ -230,7 +222,7 @@ func (b *Batch) Inserted() bool {
 // driver can commit in the same round trip as the writes when it won't.
 func (b *Batch) NeedsReads() bool {
 	for i, o := range b.Ops {
-		if b.pending[i] != nil || o.Kind == RetractAll {
+		if b.pending[i] != 0 || o.Kind == RetractAll {
 			continue
 		}
 		if ins := b.keys[o.Key].ledger.Row(b.outcomes[i].RowID); ins == nil || ins.EvidenceOf != 0 {
@@ -247,8 +239,9 @@ func (b *Batch) NeedsReads() bool {
 func (b *Batch) Results(read func(k sgam.Key, id int64) (sgam.Fact, error)) ([]sgam.WriteResult, error) {
 	out := make([]sgam.WriteResult, len(b.Ops))
 	for i, o := range b.Ops {
-		if c := b.pending[i]; c != nil {
-			out[i] = sgam.WriteResult{Pending: c}
+		if p := b.pending[i]; p != 0 {
+			c := b.Pending[p-1]
+			out[i] = sgam.WriteResult{Pending: &c}
 			continue
 		}
 		if o.Kind == RetractAll {
