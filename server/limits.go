@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/time/rate"
 
 	"github.com/sgam-dev/sgam"
@@ -70,7 +71,7 @@ func newMetrics(st sgam.Store) *metrics {
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sgam_http_request_duration_seconds",
 			Help: "HTTP request latency by route and status.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route", "status"}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.requests, m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if r, ok := st.(interface{ Retries() int64 }); ok {
 		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sgam_store_retries_total",
 			Help: "Store transactions run again after a serialization failure, deadlock or lost connection."},

@@ -86,10 +86,6 @@ type caller struct {
 	keyID  string
 }
 
-type ctxKey struct{}
-
-func callerOf(ctx context.Context) caller { c, _ := ctx.Value(ctxKey{}).(caller); return c }
-
 // handler is a route's work: it returns the value to encode (status 200,
 // or the status it sets with created) or an error.
 type handler func(w http.ResponseWriter, r *http.Request, c caller) (any, error)
@@ -114,7 +110,7 @@ func (s *Server) route(pattern string, need apikey.Role, h handler) {
 			}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-		v, err := h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)), c)
+		v, err := h(w, r, c)
 		if err != nil {
 			writeError(w, err)
 			return
