@@ -109,6 +109,15 @@ func CheckEpisodeID(field, id string) error {
 	return checkIdentifier(field, id, maxEpisodeIDBytes)
 }
 
+// CheckEpisodeKind validates the kind of an episode a caller will write,
+// field naming it in the error; the placeholder kind is reserved.
+func CheckEpisodeKind(field, kind string) error {
+	if kind == KindUnknown {
+		return Errorf(Invalid, field, "%q is reserved for placeholder episodes the store creates", KindUnknown)
+	}
+	return checkIdentifier(field, kind, maxKindBytes)
+}
+
 // Check validates the three parts of a key.
 func (k Key) Check() error {
 	if err := CheckTenant(k.Tenant); err != nil {

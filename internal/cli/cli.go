@@ -127,7 +127,7 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 	root.AddCommand(
 		a.demoCommand(),
 		a.initCommand(),
-		a.schemaCommand(), a.migrateCommand(), a.keysCommand(), a.serveCommand(),
+		a.schemaCommand(), a.migrateCommand(), a.keysCommand(), a.serveCommand(), a.mcpCommand(),
 		a.assertCommand(), a.retractCommand(),
 	)
 	root.AddCommand(a.memberCommands()...)

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/mcpserver"
+)
+
+// maxMCPMessage bounds one JSON-RPC message on stdio, as --max-body bounds
+// an HTTP request.
+const maxMCPMessage = 4 << 20
+
+func (a *app) mcpCommand() *cobra.Command {
+	var role, kind string
+	c := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the MCP tools over stdio for one tenant (for an MCP client's config)",
+		Long: `Serve sgam as a Model Context Protocol server over stdin and stdout, for
+the tenant given by --tenant (or $SGAM_TENANT). The tenant is the
+operator's choice: no tool takes one, so a model cannot reach another
+tenant's memory. See docs/mcp.md for the snippet to paste into an MCP
+client's configuration.
+
+Tools: remember (a fact, with the quote it comes from stored as its source
+episode), forget_value (a retraction), recall (a subject or one attribute,
+now or at as_of / known_at), history and trace. Resource:
+sgam://subjects/{subject}, a subject's current state.
+
+--role read offers only recall, history and trace. --episode-kind is the
+kind of the episodes remember captures (default message): it ranks the
+source under prefer_source, and user_confirmed makes sensitive attributes
+facts directly, which is why the operator sets it and the model cannot.
+
+Over HTTP, 'sgam serve' offers the same tools at /mcp, bound to the tenant
+and role of the caller's API key.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := apikey.Role(role)
+			if r != apikey.Read && r != apikey.Write {
+				return sgam.Errorf(sgam.Invalid, "--role", "must be read or write, not %q", role)
+			}
+			if err := sgam.CheckEpisodeKind("--episode-kind", kind); err != nil {
+				return err
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			log := slog.New(slog.NewJSONHandler(a.stderr, nil))
+			srv, err := mcpserver.New(mcpserver.Config{Store: s, Tenant: a.tenant, Role: r, EpisodeKind: kind, Version: version(), Logger: log})
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(a.ctx, syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			t := &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}, MaxLineLength: maxMCPMessage}
+			err = srv.Run(ctx, t)
+			if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil // the client hung up, or we were told to stop
+			}
+			return err
+		},
+	}
+	c.Flags().StringVar(&role, "role", string(apikey.Write), "read (recall, history, trace) or write (also remember, forget_value)")
+	c.Flags().StringVar(&kind, "episode-kind", sgam.KindMessage, "kind of the episodes remember captures")
+	return c
+}
+
+// version is the module version sgam was built as ("(devel)" from a
+// checkout).
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,535 @@
+// Package mcpserver is sgam's Model Context Protocol server: tools an agent
+// calls to remember, correct and recall facts, and a resource per subject
+// holding its current state, on the official MCP Go SDK.
+//
+// A server is bound to one tenant when it is built (by the operator's
+// configuration for stdio, by the API key for HTTP): no tool takes a tenant,
+// so a model can neither choose one nor reach another's data. Nor does a
+// model choose the source of what it remembers: remember captures the quote
+// it gives as a new episode of the configured kind, and that episode is the
+// fact's source. Which row stays current is the ledger's rule, as on every
+// other path.
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/apikey"
+)
+
+// Config binds a server to a store, a tenant and a role.
+type Config struct {
+	Store  sgam.Store
+	Tenant string
+	// Role decides the tools offered: read offers recall, history and
+	// trace; write and admin add remember and forget_value.
+	Role apikey.Role
+	// EpisodeKind is the kind of the episodes remember captures; default
+	// "message". It ranks the source under prefer_source, and only
+	// user_confirmed makes a sensitive attribute a fact directly, which is
+	// why the operator sets it and the model cannot.
+	EpisodeKind string
+	// Clock is the default instant of writes that name none; default the
+	// system clock.
+	Clock sgam.Clock
+	// Version is reported to clients.
+	Version string
+	// Logger receives internal errors, which tools answer only as
+	// "internal error"; default none.
+	Logger *slog.Logger
+}
+
+// SubjectURITemplate names the resource of a subject's current state.
+const SubjectURITemplate = "sgam://subjects/{subject}"
+
+// New returns an MCP server with sgam's tools and resources for cfg's
+// tenant. Building one is cheap enough to do per HTTP request.
+func New(cfg Config) (*mcp.Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("mcpserver: no store")
+	}
+	if err := sgam.CheckTenant(cfg.Tenant); err != nil {
+		return nil, err
+	}
+	if cfg.EpisodeKind != "" {
+		if err := sgam.CheckEpisodeKind("episode_kind", cfg.EpisodeKind); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Role == "" {
+		cfg.Role = apikey.Read
+	}
+	if cfg.EpisodeKind == "" {
+		cfg.EpisodeKind = sgam.KindMessage
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = sgam.SystemClock{}
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	t := &tools{cfg: cfg}
+	s := mcp.NewServer(&mcp.Implementation{Name: "sgam", Title: "sgam memory", Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: instructions, SchemaCache: schemaCache,
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "recall", Description: recallDoc, Annotations: readOnly}, answer(cfg.Logger, t.recall))
+	mcp.AddTool(s, &mcp.Tool{Name: "history", Description: historyDoc, Annotations: readOnly}, answer(cfg.Logger, t.history))
+	mcp.AddTool(s, &mcp.Tool{Name: "trace", Description: traceDoc, Annotations: readOnly}, answer(cfg.Logger, t.trace))
+	if apikey.Require(apikey.Key{Role: cfg.Role}, apikey.Write) == nil {
+		mcp.AddTool(s, &mcp.Tool{Name: "remember", Description: rememberDoc}, answer(cfg.Logger, t.remember))
+		mcp.AddTool(s, &mcp.Tool{Name: "forget_value", Description: forgetValueDoc}, answer(cfg.Logger, t.forgetValue))
+	}
+	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "subject-state", Title: "Current state of a subject",
+		Description: "Every attribute of the subject that has a value now, with its sources, as JSON.",
+		MIMEType:    "application/json", URITemplate: SubjectURITemplate}, t.subjectState)
+	return s, nil
+}
+
+// answer turns h's errors into tool errors a model can act on: the code,
+// the field and the rule ("invalid: valid_from: ..."), or only "internal
+// error" when the fault is ours (logged, never shown).
+func answer[In, Out any](log *slog.Logger, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		res, out, err := h(ctx, req, in)
+		if err == nil {
+			return res, out, nil
+		}
+		var zero Out
+		code := sgam.ErrorCode(err)
+		if code == sgam.Internal {
+			log.LogAttrs(ctx, slog.LevelError, "mcp tool", slog.String("tool", req.Params.Name), slog.String("error", err.Error()))
+			return nil, zero, errors.New("internal error")
+		}
+		return nil, zero, fmt.Errorf("%s: %w", code, err)
+	}
+}
+
+// schemaCache keeps the tools' JSON Schemas, inferred once, across the
+// servers built per request.
+var schemaCache = mcp.NewSchemaCache()
+
+var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true}
+
+// HTTPHandler serves MCP over streamable HTTP, statelessly: each request
+// gets a server built by bind, which decides the tenant and role from the
+// request (its API key), never from anything the model sends.
+func HTTPHandler(bind func(*http.Request) (Config, error), maxBody int64) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		cfg, err := bind(r)
+		if err != nil {
+			return nil // the SDK answers 400; bind's caller authenticated first
+		}
+		s, err := New(cfg)
+		if err != nil {
+			return nil
+		}
+		return s
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: maxBody})
+}
+
+const instructions = `sgam is a bitemporal memory: facts about subjects (a person, an account,
+a task), each with a valid time (when it is true in the world) and a
+transaction time (when it was recorded). A correction closes the old value
+instead of deleting it, so you can ask what is true now, what was true at an
+instant (as_of), and what was believed at an instant (known_at).
+
+Use remember when the user states a fact worth keeping, quoting their words;
+recall before answering from memory; forget_value when the user says a value
+no longer holds. Cite the sources recall returns.`
+
+const (
+	rememberDoc    = `Remember a fact: subject's attribute has value from valid_from on. Quote the words it came from: the quote is stored as the fact's source episode. A later value for the same attribute closes the earlier one at its valid_from (a correction), and the earlier one stays in history. Returns the stored fact; kept=true means a stronger source already holds a value there and nothing was written; pending means the value waits for confirmation.`
+	forgetValueDoc = `Record that subject's attribute no longer has a value from at on ("I no longer prefer X"), quoting the words that say so. This is a retraction, not an erasure: history keeps the earlier value. For a set attribute, name the member in value.`
+	recallDoc      = `Recall what memory holds about a subject: one attribute, or every attribute when none is named. By default the answer is what is true now as currently believed; as_of asks what was true at an instant, known_at what memory believed at an instant. Each fact comes with its valid window and its sources (episode ids and quotes).`
+	historyDoc     = `Every recorded version of one attribute of a subject, corrections and retractions included, in the order they were written, with their valid and belief windows.`
+	traceDoc       = `The provenance of a fact by its fact_id: the chain of rows it superseded and the source episodes of each, with their content.`
+)
+
+// tools holds the handlers of one bound server.
+type tools struct{ cfg Config }
+
+// RememberInput is the input of remember.
+type RememberInput struct {
+	Subject   string `json:"subject" jsonschema:"who or what the fact is about, e.g. mira or acct-42"`
+	Attribute string `json:"attribute" jsonschema:"what is known about the subject, e.g. passport_deadline"`
+	Value     any    `json:"value" jsonschema:"the value, any JSON: a string, number, boolean, object or list"`
+	Quote     string `json:"quote" jsonschema:"the words the fact comes from, quoted; stored as its source episode"`
+	ValidFrom string `json:"valid_from,omitempty" jsonschema:"when the value starts to hold: RFC 3339 (2026-06-03T10:00:00Z) or a date (2026-06-03, midnight UTC); default now"`
+	Session   string `json:"session,omitempty" jsonschema:"the conversation the quote is from, to group episodes"`
+}
+
+// ForgetValueInput is the input of forget_value.
+type ForgetValueInput struct {
+	Subject   string `json:"subject" jsonschema:"who or what the fact is about"`
+	Attribute string `json:"attribute" jsonschema:"the attribute that no longer has a value"`
+	Quote     string `json:"quote" jsonschema:"the words that say the value no longer holds, quoted; stored as the source episode"`
+	At        string `json:"at,omitempty" jsonschema:"from when it no longer holds: RFC 3339 or a date (midnight UTC); default now"`
+	Value     any    `json:"value,omitempty" jsonschema:"for a set attribute, the member to remove"`
+	Session   string `json:"session,omitempty" jsonschema:"the conversation the quote is from"`
+}
+
+// WriteOutput is the answer of remember and forget_value.
+type WriteOutput struct {
+	Fact      *FactView `json:"fact,omitempty" jsonschema:"the row that now holds the value (absent when pending)"`
+	EpisodeID string    `json:"episode_id" jsonschema:"the source episode holding the quote"`
+	NoChange  bool      `json:"no_change,omitempty" jsonschema:"the same value was already stored there; the quote was added as evidence"`
+	Kept      bool      `json:"kept,omitempty" jsonschema:"a stronger source holds a different value there; nothing was written"`
+	Pending   any       `json:"pending,omitempty" jsonschema:"the candidate held for confirmation, when the value was not written"`
+}
+
+// RecallInput is the input of recall.
+type RecallInput struct {
+	Subject   string `json:"subject" jsonschema:"who or what to recall"`
+	Attribute string `json:"attribute,omitempty" jsonschema:"one attribute; every attribute when empty"`
+	AsOf      string `json:"as_of,omitempty" jsonschema:"what was true at this instant: RFC 3339 or a date (midnight UTC); default now"`
+	KnownAt   string `json:"known_at,omitempty" jsonschema:"as memory believed it at this instant: RFC 3339 or a date; default now"`
+}
+
+// RecallOutput is the answer of recall.
+type RecallOutput struct {
+	Subject   string     `json:"subject"`
+	Attribute string     `json:"attribute,omitempty"`
+	AsOf      string     `json:"as_of"`
+	KnownAt   string     `json:"known_at"`
+	Facts     []FactView `json:"facts" jsonschema:"the values held at those instants; empty when memory has none"`
+}
+
+// HistoryInput is the input of history.
+type HistoryInput struct {
+	Subject   string `json:"subject"`
+	Attribute string `json:"attribute"`
+}
+
+// HistoryOutput is the answer of history.
+type HistoryOutput struct {
+	Facts []FactView `json:"facts" jsonschema:"every row of the attribute, oldest write first"`
+}
+
+// TraceInput is the input of trace.
+type TraceInput struct {
+	FactID int64 `json:"fact_id" jsonschema:"a fact_id from recall or history"`
+}
+
+// TraceOutput is the answer of trace.
+type TraceOutput struct {
+	Chain    []FactView `json:"chain" jsonschema:"the fact, then each row it superseded"`
+	Episodes []Source   `json:"episodes" jsonschema:"the source episodes of every row in the chain"`
+}
+
+// FactView is a fact as tools show it: times as RFC 3339 text, values as
+// JSON, sources with their quotes.
+type FactView struct {
+	FactID      int64    `json:"fact_id"`
+	Subject     string   `json:"subject"`
+	Attribute   string   `json:"attribute"`
+	Member      any      `json:"member,omitempty" jsonschema:"the set member this row is about"`
+	Value       any      `json:"value" jsonschema:"the value; null for a retraction"`
+	Retraction  bool     `json:"retraction,omitempty" jsonschema:"this row records that the attribute had no value"`
+	ValidFrom   string   `json:"valid_from"`
+	ValidTo     string   `json:"valid_to,omitempty" jsonschema:"when the value stopped holding; absent while it holds"`
+	RecordedAt  string   `json:"recorded_at"`
+	RetractedAt string   `json:"retracted_at,omitempty" jsonschema:"when memory stopped believing this row; absent while believed"`
+	Supersedes  int64    `json:"supersedes,omitempty" jsonschema:"the fact_id of the row this one replaced or shortened"`
+	Sources     []Source `json:"sources"`
+}
+
+// Source is an episode that supports a fact.
+type Source struct {
+	EpisodeID  string `json:"episode_id"`
+	Kind       string `json:"kind,omitempty"`
+	Quote      string `json:"quote,omitempty" jsonschema:"the episode's content"`
+	OccurredAt string `json:"occurred_at,omitempty"`
+	Session    string `json:"session,omitempty"`
+}
+
+func (t *tools) remember(ctx context.Context, _ *mcp.CallToolRequest, in RememberInput) (*mcp.CallToolResult, WriteOutput, error) {
+	value, err := jsonValue("value", in.Value)
+	if err != nil {
+		return nil, WriteOutput{}, err
+	}
+	from, err := t.instant("valid_from", in.ValidFrom)
+	if err != nil {
+		return nil, WriteOutput{}, err
+	}
+	key := sgam.Key{Tenant: t.cfg.Tenant, Subject: in.Subject, Attribute: in.Attribute}
+	if err := key.Check(); err != nil {
+		return nil, WriteOutput{}, err
+	}
+	ep, err := t.episode(ctx, in.Quote, in.Session, "remember", in.Subject, in.Attribute, string(value), in.ValidFrom)
+	if err != nil {
+		return nil, WriteOutput{}, err
+	}
+	a := sgam.Assertion{Key: key, Value: value, ValidFrom: from, Source: ep.ID}
+	res, err := t.cfg.Store.Assert(ctx, a)
+	if sgam.IsSetError(err) {
+		res, err = t.cfg.Store.Add(ctx, a)
+	}
+	if err != nil {
+		return nil, WriteOutput{}, err
+	}
+	return nil, t.writeOutput(ctx, ep.ID, res), nil
+}
+
+func (t *tools) forgetValue(ctx context.Context, _ *mcp.CallToolRequest, in ForgetValueInput) (*mcp.CallToolResult, WriteOutput, error) {
+	at, err := t.instant("at", in.At)
+	if err != nil {
+		return nil, WriteOutput{}, err
+	}
+	key := sgam.Key{Tenant: t.cfg.Tenant, Subject: in.Subject, Attribute: in.Attribute}
+	if err := key.Check(); err != nil {
+		return nil, WriteOutput{}, err
+	}
+	var member json.RawMessage
+	if in.Value != nil {
+		if member, err = jsonValue("value", in.Value); err != nil {
+			return nil, WriteOutput{}, err
+		}
+	}
+	ep, err := t.episode(ctx, in.Quote, in.Session, "forget_value", in.Subject, in.Attribute, string(member), in.At)
+	if err != nil {
+		return nil, WriteOutput{}, err
+	}
+	r := sgam.Retraction{Key: key, At: at, Source: ep.ID, Value: member}
+	var res sgam.WriteResult
+	if member != nil {
+		res, err = t.cfg.Store.Remove(ctx, r)
+	} else {
+		res, err = t.cfg.Store.Retract(ctx, r)
+	}
+	if err != nil {
+		return nil, WriteOutput{}, err
+	}
+	return nil, t.writeOutput(ctx, ep.ID, res), nil
+}
+
+// episode captures quote as the source episode of a write. Its
+// idempotency key is derived from the whole call, so a client that retries
+// a call gets the same episode back instead of a second one.
+func (t *tools) episode(ctx context.Context, quote, session string, call ...string) (sgam.Episode, error) {
+	if strings.TrimSpace(quote) == "" {
+		return sgam.Episode{}, sgam.Errorf(sgam.Invalid, "quote", "is required: the words the fact comes from")
+	}
+	h := sha256.New()
+	for _, s := range append(call, quote, session) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return t.cfg.Store.AddEpisode(ctx, sgam.Episode{Tenant: t.cfg.Tenant, Session: session, Kind: t.cfg.EpisodeKind,
+		Content: quote, IdempotencyKey: "mcp-" + hex.EncodeToString(h.Sum(nil))[:32]})
+}
+
+func (t *tools) writeOutput(ctx context.Context, episodeID string, res sgam.WriteResult) WriteOutput {
+	out := WriteOutput{EpisodeID: episodeID, NoChange: res.NoChange, Kept: res.Kept}
+	if res.Pending != nil {
+		out.Pending = asJSON(res.Pending)
+		return out
+	}
+	v := t.view(ctx, res.Fact, map[string]Source{})
+	out.Fact = &v
+	return out
+}
+
+func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {
+	var at sgam.At
+	var err error
+	if in.AsOf != "" {
+		if at.AsOf, err = parseInstant("as_of", in.AsOf); err != nil {
+			return nil, RecallOutput{}, err
+		}
+	}
+	if in.KnownAt != "" {
+		if at.KnownAt, err = parseInstant("known_at", in.KnownAt); err != nil {
+			return nil, RecallOutput{}, err
+		}
+	}
+	facts, err := t.read(ctx, in.Subject, in.Attribute, at)
+	if err != nil {
+		return nil, RecallOutput{}, err
+	}
+	now := t.cfg.Clock.Now()
+	out := RecallOutput{Subject: in.Subject, Attribute: in.Attribute, AsOf: show(at.AsOf, now), KnownAt: show(at.KnownAt, now),
+		Facts: t.views(ctx, facts)}
+	return nil, out, nil
+}
+
+// read returns one attribute's value (or members), or a subject's state.
+func (t *tools) read(ctx context.Context, subject, attribute string, at sgam.At) ([]sgam.Fact, error) {
+	if attribute == "" {
+		return t.cfg.Store.State(ctx, t.cfg.Tenant, subject, at)
+	}
+	key := sgam.Key{Tenant: t.cfg.Tenant, Subject: subject, Attribute: attribute}
+	f, err := t.cfg.Store.Get(ctx, key, at)
+	if sgam.IsSetError(err) {
+		return t.cfg.Store.Members(ctx, key, at)
+	}
+	if err != nil || f == nil {
+		return nil, err
+	}
+	return []sgam.Fact{*f}, nil
+}
+
+func (t *tools) history(ctx context.Context, _ *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {
+	facts, err := t.cfg.Store.History(ctx, sgam.Key{Tenant: t.cfg.Tenant, Subject: in.Subject, Attribute: in.Attribute})
+	if err != nil {
+		return nil, HistoryOutput{}, err
+	}
+	return nil, HistoryOutput{Facts: t.views(ctx, facts)}, nil
+}
+
+func (t *tools) trace(ctx context.Context, _ *mcp.CallToolRequest, in TraceInput) (*mcp.CallToolResult, TraceOutput, error) {
+	tr, err := t.cfg.Store.Trace(ctx, t.cfg.Tenant, in.FactID)
+	if err != nil {
+		return nil, TraceOutput{}, err
+	}
+	out := TraceOutput{Chain: make([]FactView, len(tr.Chain)), Episodes: make([]Source, len(tr.Episodes))}
+	known := map[string]Source{}
+	for i, e := range tr.Episodes {
+		out.Episodes[i] = source(e)
+		known[e.ID] = out.Episodes[i]
+	}
+	for i, f := range tr.Chain {
+		out.Chain[i] = t.view(ctx, f, known)
+	}
+	return nil, out, nil
+}
+
+// subjectState reads the resource sgam://subjects/{subject}.
+func (t *tools) subjectState(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	raw, ok := strings.CutPrefix(uri, "sgam://subjects/")
+	if !ok || raw == "" || strings.Contains(raw, "/") {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	subject, err := url.PathUnescape(raw)
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	facts, err := t.cfg.Store.State(ctx, t.cfg.Tenant, subject, sgam.At{})
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(map[string]any{"subject": subject, "facts": t.views(ctx, facts)})
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
+}
+
+func (t *tools) views(ctx context.Context, facts []sgam.Fact) []FactView {
+	out := make([]FactView, len(facts))
+	known := map[string]Source{}
+	for i, f := range facts {
+		out[i] = t.view(ctx, f, known)
+	}
+	return out
+}
+
+// view shows f with its sources' quotes, reading each episode once per
+// answer (known caches them). An episode that cannot be read is still
+// named by its id.
+func (t *tools) view(ctx context.Context, f sgam.Fact, known map[string]Source) FactView {
+	v := FactView{FactID: f.ID, Subject: f.Subject, Attribute: f.Attribute, Value: asJSON(f.Value), Retraction: f.Tombstone,
+		ValidFrom: sgam.FormatTime(f.ValidFrom), RecordedAt: sgam.FormatTime(f.RecordedAt), Sources: make([]Source, 0, len(f.Sources))}
+	if len(f.Member) > 0 {
+		v.Member = asJSON(f.Member)
+	}
+	if f.ValidTo != nil {
+		v.ValidTo = sgam.FormatTime(*f.ValidTo)
+	}
+	if f.RetractedAt != nil {
+		v.RetractedAt = sgam.FormatTime(*f.RetractedAt)
+	}
+	if f.Supersedes != nil {
+		v.Supersedes = *f.Supersedes
+	}
+	for _, id := range f.Sources {
+		s, ok := known[id]
+		if !ok {
+			s = Source{EpisodeID: id}
+			if e, err := t.cfg.Store.Episode(ctx, t.cfg.Tenant, id); err == nil {
+				s = source(e)
+			}
+			known[id] = s
+		}
+		v.Sources = append(v.Sources, s)
+	}
+	return v
+}
+
+func source(e sgam.Episode) Source {
+	s := Source{EpisodeID: e.ID, Kind: e.Kind, Quote: e.Content, Session: e.Session}
+	if !e.OccurredAt.IsZero() {
+		s.OccurredAt = sgam.FormatTime(e.OccurredAt)
+	}
+	return s
+}
+
+// instant parses an optional write instant; empty is now.
+func (t *tools) instant(field, s string) (time.Time, error) {
+	if s == "" {
+		return t.cfg.Clock.Now(), nil
+	}
+	return parseInstant(field, s)
+}
+
+// parseInstant takes RFC 3339 with an offset, or a bare date as midnight
+// UTC: models often write dates, and a date has no offset to get wrong.
+func parseInstant(field, s string) (time.Time, error) {
+	if len(s) == len("2006-01-02") {
+		if d, err := time.Parse(time.DateOnly, s); err == nil {
+			return sgam.CheckTime(field, d)
+		}
+	}
+	return sgam.ParseTime(field, s)
+}
+
+func show(t, now time.Time) string {
+	if t.IsZero() {
+		t = now.Truncate(time.Microsecond)
+	}
+	return sgam.FormatTime(t)
+}
+
+// jsonValue is a tool's JSON value in canonical form.
+func jsonValue(field string, v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, sgam.Errorf(sgam.Invalid, field, "is not JSON: %v", err)
+	}
+	return sgam.CanonicalValue(field, b, sgam.DefaultMaxValueBytes)
+}
+
+// asJSON decodes stored JSON for a tool's answer.
+func asJSON(v any) any {
+	var b []byte
+	switch x := v.(type) {
+	case json.RawMessage:
+		b = x
+	default:
+		var err error
+		if b, err = json.Marshal(x); err != nil {
+			return nil
+		}
+	}
+	var out any
+	if len(b) == 0 || json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
+}

@@ -1,0 +1,227 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/mcpserver"
+	"github.com/sgam-dev/sgam/store/sqlite"
+)
+
+func openStore(t *testing.T) *sqlite.Store {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"), sqlite.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// connect returns a client session on a server bound to tenant and role,
+// over the SDK's in-memory transport.
+func connect(t *testing.T, st sgam.Store, tenant string, role apikey.Role) *mcp.ClientSession {
+	ctx := context.Background()
+	srv, err := mcpserver.New(mcpserver.Config{Store: st, Tenant: tenant, Role: role})
+	require.NoError(t, err)
+	ct, st2 := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st2, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls a tool and returns its structured answer, or the error text
+// of a tool error.
+func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, string) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	require.NoError(t, err)
+	if res.IsError {
+		require.Len(t, res.Content, 1)
+		return nil, res.Content[0].(*mcp.TextContent).Text
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out, ""
+}
+
+func facts(t *testing.T, out map[string]any) []map[string]any {
+	t.Helper()
+	var fs []map[string]any
+	for _, f := range out["facts"].([]any) {
+		fs = append(fs, f.(map[string]any))
+	}
+	return fs
+}
+
+func TestPassportStory(t *testing.T) {
+	st := openStore(t)
+	acme := connect(t, st, "acme", apikey.Write)
+
+	tools, err := acme.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		require.NotEmpty(t, tl.Description)
+		require.NotNil(t, tl.InputSchema)
+		require.NotContains(t, string(must(json.Marshal(tl.InputSchema))), "tenant", "no tool takes a tenant")
+	}
+	require.ElementsMatch(t, []string{"remember", "forget_value", "recall", "history", "trace"}, names)
+
+	first, msg := call(t, acme, "remember", map[string]any{"subject": "mira", "attribute": "passport_deadline", "value": "2026-07-15",
+		"valid_from": "2026-06-01T09:00:00Z", "quote": "Mira: my passport deadline is July 15.", "session": "s1"})
+	require.Empty(t, msg)
+	e1 := first["episode_id"].(string)
+	again, _ := call(t, acme, "remember", map[string]any{"subject": "mira", "attribute": "passport_deadline", "value": "2026-07-15",
+		"valid_from": "2026-06-01T09:00:00Z", "quote": "Mira: my passport deadline is July 15.", "session": "s1"})
+	require.Equal(t, e1, again["episode_id"], "a retried call reuses its episode")
+	require.Equal(t, true, again["no_change"])
+
+	second, msg := call(t, acme, "remember", map[string]any{"subject": "mira", "attribute": "passport_deadline", "value": "2026-06-30",
+		"valid_from": "2026-06-03T10:00:00Z", "quote": "Mira: correction, the deadline is June 30.", "session": "s1"})
+	require.Empty(t, msg)
+	e2 := second["episode_id"].(string)
+	require.NotEqual(t, e1, e2)
+
+	now, _ := call(t, acme, "recall", map[string]any{"subject": "mira", "attribute": "passport_deadline"})
+	fs := facts(t, now)
+	require.Len(t, fs, 1)
+	require.Equal(t, "2026-06-30", fs[0]["value"])
+	src := fs[0]["sources"].([]any)[0].(map[string]any)
+	require.Equal(t, e2, src["episode_id"])
+	require.Equal(t, "Mira: correction, the deadline is June 30.", src["quote"])
+
+	then, _ := call(t, acme, "recall", map[string]any{"subject": "mira", "as_of": "2026-06-02"})
+	require.Equal(t, "2026-06-02T00:00:00Z", then["as_of"])
+	fs = facts(t, then)
+	require.Len(t, fs, 1)
+	require.Equal(t, "2026-07-15", fs[0]["value"])
+	require.Equal(t, "2026-06-03T10:00:00Z", fs[0]["valid_to"])
+	require.Equal(t, e1, fs[0]["sources"].([]any)[0].(map[string]any)["episode_id"])
+
+	hist, _ := call(t, acme, "history", map[string]any{"subject": "mira", "attribute": "passport_deadline"})
+	require.Len(t, facts(t, hist), 3, "the first row, retracted; its closed re-insert; the correction")
+
+	current := int64(facts(t, now)[0]["fact_id"].(float64))
+	tr, msg := call(t, acme, "trace", map[string]any{"fact_id": current})
+	require.Empty(t, msg)
+	require.GreaterOrEqual(t, len(tr["chain"].([]any)), 2)
+	var quotes []string
+	for _, e := range tr["episodes"].([]any) {
+		quotes = append(quotes, e.(map[string]any)["quote"].(string))
+	}
+	require.Contains(t, quotes, "Mira: correction, the deadline is June 30.")
+
+	res, err := acme.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "sgam://subjects/mira"})
+	require.NoError(t, err)
+	require.Len(t, res.Contents, 1)
+	require.Contains(t, res.Contents[0].Text, `"value":"2026-06-30"`)
+
+	_, msg = call(t, acme, "forget_value", map[string]any{"subject": "mira", "attribute": "passport_deadline",
+		"at": "2026-07-01T00:00:00Z", "quote": "Mira: I renewed it, no deadline now."})
+	require.Empty(t, msg)
+	later, _ := call(t, acme, "recall", map[string]any{"subject": "mira", "attribute": "passport_deadline", "as_of": "2026-07-02"})
+	require.Empty(t, facts(t, later))
+	still, _ := call(t, acme, "recall", map[string]any{"subject": "mira", "attribute": "passport_deadline", "as_of": "2026-06-20"})
+	require.Equal(t, "2026-06-30", facts(t, still)[0]["value"], "a retraction is not an erasure")
+
+	violations, err := st.Check(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, violations)
+
+	// A second tenant's server sees nothing of acme's, whatever it names.
+	globex := connect(t, st, "globex", apikey.Write)
+	other, msg := call(t, globex, "recall", map[string]any{"subject": "mira"})
+	require.Empty(t, msg)
+	require.Empty(t, facts(t, other))
+	other, _ = call(t, globex, "history", map[string]any{"subject": "mira", "attribute": "passport_deadline"})
+	require.Empty(t, facts(t, other))
+	_, msg = call(t, globex, "trace", map[string]any{"fact_id": current})
+	require.True(t, strings.HasPrefix(msg, "not_found:"), msg)
+	res, err = globex.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "sgam://subjects/mira"})
+	require.NoError(t, err)
+	require.Contains(t, res.Contents[0].Text, `"facts":[]`)
+	_, msg = call(t, globex, "recall", map[string]any{"subject": "mira", "tenant": "acme"})
+	require.Contains(t, msg, "tenant", "a tenant argument is refused, not obeyed")
+}
+
+func TestReadRoleOffersNoWrites(t *testing.T) {
+	st := openStore(t)
+	cs := connect(t, st, "acme", apikey.Read)
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tl := range tools.Tools {
+		require.Contains(t, []string{"recall", "history", "trace"}, tl.Name)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "remember",
+		Arguments: map[string]any{"subject": "mira", "attribute": "a", "value": 1, "quote": "q"}})
+	if err == nil {
+		require.True(t, res.IsError)
+	}
+	n, err := st.Episodes(context.Background(), sgam.EpisodeQuery{Tenant: "acme"})
+	require.NoError(t, err)
+	require.Empty(t, n)
+}
+
+func TestBadInputNamesTheField(t *testing.T) {
+	st := openStore(t)
+	cs := connect(t, st, "acme", apikey.Write)
+	ok := map[string]any{"subject": "mira", "attribute": "a", "value": 1, "quote": "Mira said so."}
+	with := func(k string, v any) map[string]any {
+		m := map[string]any{}
+		for k2, v2 := range ok {
+			m[k2] = v2
+		}
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"remember", with("valid_from", "2026-06-01 09:00"), "invalid: valid_from:"},
+		{"remember", with("valid_from", "2026-06-01T09:00:00"), "no UTC offset"},
+		{"remember", with("quote", "   "), "invalid: quote: is required"},
+		{"remember", with("quote", nil), "quote"},
+		{"remember", with("subject", ""), "invalid: subject:"},
+		{"remember", with("attribute", strings.Repeat("a", 1000)), "invalid: attribute:"},
+		{"remember", with("value", strings.Repeat("x", 70<<10)), "invalid: value:"},
+		{"remember", with("subject", 7), "subject"},
+		{"recall", map[string]any{"subject": "mira", "known_at": "soon"}, "invalid: known_at:"},
+		{"trace", map[string]any{"fact_id": 99}, "not_found:"},
+		{"trace", map[string]any{"fact_id": "one"}, "fact_id"},
+	} {
+		_, msg := call(t, cs, c.tool, c.args)
+		require.Contains(t, msg, c.want, "%s %v", c.tool, c.args)
+	}
+	n, err := st.Episodes(context.Background(), sgam.EpisodeQuery{Tenant: "acme"})
+	require.NoError(t, err)
+	require.Empty(t, n, "a refused call writes nothing, not even its episode")
+	violations, err := st.Check(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, violations)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
