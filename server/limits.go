@@ -58,11 +58,17 @@ func tooMany(w http.ResponseWriter, wait time.Duration) {
 
 // metrics are the server's Prometheus collectors, on a registry of its own.
 type metrics struct {
-	registry *prometheus.Registry
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+	registry   *prometheus.Registry
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	storeOps   *prometheus.HistogramVec
+	expiryRuns struct{ ok, failed prometheus.Counter }
+	expired    struct{ episodes, facts prometheus.Counter }
+	expiryLast prometheus.Gauge
 }
 
+// newMetrics registers the server's collectors; st is the store as
+// configured (not instrumented), asked for its optional counters.
 func newMetrics(st sgam.Store) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
@@ -70,8 +76,19 @@ func newMetrics(st sgam.Store) *metrics {
 			Help: "HTTP requests by route and status."}, []string{"route", "status"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sgam_http_request_duration_seconds",
 			Help: "HTTP request latency by route and status.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route", "status"}),
+		storeOps: newStoreLatency(),
 	}
-	m.registry.MustRegister(m.requests, m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	runs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sgam_expiry_runs_total",
+		Help: "Runs of the expiry ticker (Store.Expire over every tenant) by outcome (ok or error)."}, []string{"outcome"})
+	m.expiryRuns.ok, m.expiryRuns.failed = runs.WithLabelValues("ok"), runs.WithLabelValues("error")
+	m.expired.episodes = prometheus.NewCounter(prometheus.CounterOpts{Name: "sgam_expiry_episodes_deleted_total",
+		Help: "Episodes the expiry ticker deleted."})
+	m.expired.facts = prometheus.NewCounter(prometheus.CounterOpts{Name: "sgam_expiry_facts_deleted_total",
+		Help: "Fact rows the expiry ticker deleted."})
+	m.expiryLast = prometheus.NewGauge(prometheus.GaugeOpts{Name: "sgam_expiry_last_success_timestamp_seconds",
+		Help: "When the expiry ticker last finished a run without error (Unix seconds; 0: never)."})
+	m.registry.MustRegister(m.requests, m.latency, m.storeOps, runs, m.expired.episodes, m.expired.facts, m.expiryLast,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if r, ok := st.(interface{ Retries() int64 }); ok {
 		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sgam_store_retries_total",
 			Help: "Store transactions run again after a serialization failure, deadlock or lost connection."},

@@ -73,6 +73,7 @@ doc = {
   "/v1/schema": {"get": op("The schema in force", ok(ref("SchemaVersion"))),
                  "post": op("Apply a schema file as the next version", ok(ref("SchemaVersion")), params=[q("dry_run", "true: only return the diff", "boolean")], role="admin", raw={"application/yaml": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}})},
   "/v1/replay": {"post": op("Run a JSONL replay script within the caller's tenant", ok(obj({"lines": {"type": "integer"}, "failed": {"type": "integer"}, "results": {"type": "array", "items": {"type": "object"}}})), role="admin", raw={"application/x-ndjson": {"schema": {"type": "string"}}})},
+  "/mcp": {"post": op("Model Context Protocol, streamable HTTP (stateless, JSON responses): the MCP tools bound to the key's tenant and role; see docs/mcp.md", ok({"type": "object", "description": "a JSON-RPC 2.0 response"}), role="read", raw={"application/json": {"schema": {"type": "object", "description": "a JSON-RPC 2.0 request"}}})},
  },
 }
 print(json.dumps(doc, indent=2))

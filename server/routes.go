@@ -66,6 +66,7 @@ func (s *Server) register() {
 		return map[string]any{"facts": facts}, err
 	})
 	s.moreRoutes()
+	s.mountMCP()
 }
 
 func (s *Server) key(r *http.Request, c caller) sgam.Key {

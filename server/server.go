@@ -35,13 +35,20 @@ type Config struct {
 	// RateLimit is each key's sustained requests per second (bursts of
 	// twice that); 0 is no limit.
 	RateLimit float64
-	Logger    *slog.Logger
-	Clock     sgam.Clock
+	// ExpireEvery is the period of RunExpiry; 0 turns it off.
+	ExpireEvery time.Duration
+	Logger      *slog.Logger
+	Clock       sgam.Clock
 }
 
 // Server is the HTTP API.
 type Server struct {
+	// cfg.Store is the configured store wrapped to time every call
+	// (instrumented): handlers use it.
 	cfg Config
+	// raw is the store as configured: ask it, not cfg.Store, for optional
+	// interfaces (Retries, OpenConns, ...).
+	raw sgam.Store
 	mux *http.ServeMux
 	// routes maps each registered pattern ("GET /v1/schema") to the role it
 	// needs ("" for none): what the OpenAPI document must say.
@@ -73,8 +80,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = sgam.SystemClock{}
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
+	if cfg.ExpireEvery < 0 {
+		return nil, errors.New("server: negative ExpireEvery")
+	}
+	s := &Server{cfg: cfg, raw: cfg.Store, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
 		limits: newLimiters(cfg.RateLimit), metrics: newMetrics(cfg.Store)}
+	s.cfg.Store = instrument(cfg.Store, s.metrics.storeOps)
 	s.register()
 	return s, nil
 }
@@ -94,22 +105,10 @@ type handler func(w http.ResponseWriter, r *http.Request, c caller) (any, error)
 func (s *Server) route(pattern string, need apikey.Role, h handler) {
 	s.routes[pattern] = need
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		var c caller
-		if need != "" {
-			var err error
-			if c, err = s.authenticate(r); err == nil {
-				err = apikey.Require(apikey.Key{Role: c.role}, need)
-			}
-			if err != nil {
-				writeError(w, err)
-				return
-			}
-			if wait, ok := s.limits.allow(c.keyID); !ok {
-				tooMany(w, wait)
-				return
-			}
+		c, ok := s.admit(w, r, need)
+		if !ok {
+			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		v, err := h(w, r, c)
 		if err != nil {
 			writeError(w, err)
@@ -117,6 +116,29 @@ func (s *Server) route(pattern string, need apikey.Role, h handler) {
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
+}
+
+// admit authenticates r for a route needing role need ("": no key at all),
+// takes a token of the key's rate limit and bounds the body. When it
+// refuses, it has answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, need apikey.Role) (caller, bool) {
+	var c caller
+	if need != "" {
+		var err error
+		if c, err = s.authenticate(r); err == nil {
+			err = apikey.Require(apikey.Key{Role: c.role}, need)
+		}
+		if err != nil {
+			writeError(w, err)
+			return c, false
+		}
+		if wait, ok := s.limits.allow(c.keyID); !ok {
+			tooMany(w, wait)
+			return c, false
+		}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	return c, true
 }
 
 // authenticate returns the caller of r from its bearer key.
@@ -169,3 +191,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap gives http.ResponseController the writer underneath, so that a
+// handler can Flush (or set deadlines) through the recorder.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,23 +18,68 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/internal/pgtest"
 	"github.com/sgam-dev/sgam/server"
+	"github.com/sgam-dev/sgam/store/postgres"
 	"github.com/sgam-dev/sgam/store/sqlite"
 )
+
+// TestMain stops the throwaway PostgreSQL server pgtest may have started.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// testStore is what both stores are: a ledger that also keeps API keys.
+type testStore interface {
+	sgam.Store
+	apikey.Store
+}
+
+// opener opens an empty store for t, closed when t ends; clock may be nil
+// (the store's default clock).
+type opener func(t *testing.T, clock sgam.Clock) testStore
+
+// stores are the stores every API test runs on, each as a subtest. Without
+// PostgreSQL the postgres subtests skip loudly, and fail in CI (pgtest).
+var stores = []struct {
+	name string
+	open opener
+}{
+	{"sqlite", func(t *testing.T, clock sgam.Clock) testStore {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{Clock: clock})
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}},
+	{"postgres", func(t *testing.T, clock sgam.Clock) testStore {
+		s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{Clock: clock})
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}},
+}
+
+// eachStore runs test once per store, as subtests named after them.
+func eachStore(t *testing.T, test func(t *testing.T, open opener)) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) { test(t, st.open) })
+	}
+}
 
 type env struct {
 	t     *testing.T
 	url   string
-	store *sqlite.Store
+	store testStore
+	srv   *server.Server
 	logs  *bytes.Buffer
 	keys  map[string]string // name -> token
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, open opener) *env { return newEnvWith(t, open, nil, nil) }
+
+// newEnvWith serves a store of open (with clock, for the store and the
+// server, when not nil) with four keys, configured further by configure.
+func newEnvWith(t *testing.T, open opener, clock sgam.Clock, configure func(*server.Config)) *env {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	s := open(t, clock)
 	e := &env{t: t, store: s, logs: &bytes.Buffer{}, keys: map[string]string{}}
 	for _, k := range []struct {
 		name, tenant string
@@ -46,12 +92,36 @@ func newEnv(t *testing.T) *env {
 			require.NoError(t, s.RevokeKey(ctx, "acme", key.ID, time.Now()))
 		}
 	}
-	h, err := server.New(server.Config{Store: s, Keys: s, MaxBodyBytes: 4096, Logger: slog.New(slog.NewJSONHandler(e.logs, nil))})
+	cfg := server.Config{Store: s, Keys: s, MaxBodyBytes: 4096, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Clock: clock}
+	if configure != nil {
+		configure(&cfg)
+	}
+	h, err := server.New(cfg)
 	require.NoError(t, err)
+	e.srv = h
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	e.url = ts.URL
 	return e
+}
+
+// on returns e reporting to t: for subtests of the test that made e.
+func (e *env) on(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
+// text GETs path without a key and returns the body, which must be a 200.
+func (e *env) text(path string) string {
+	e.t.Helper()
+	res, err := http.Get(e.url + path)
+	require.NoError(e.t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(e.t, err)
+	require.Equal(e.t, 200, res.StatusCode, "%s", raw)
+	return string(raw)
 }
 
 // do sends a request with key (a name in e.keys, "" for none, or a literal
@@ -86,8 +156,10 @@ func errorOf(t *testing.T, body map[string]any) (code, field string) {
 	return code, field
 }
 
-func TestPassportStory(t *testing.T) {
-	e := newEnv(t)
+func TestPassportStory(t *testing.T) { eachStore(t, testPassportStory) }
+
+func testPassportStory(t *testing.T, open opener) {
+	e := newEnv(t, open)
 	st, body := e.do("POST", "/v1/episodes", "acme-write", `{"episode_id":"e1","content":"Mira: my passport deadline is July 15.","occurred_at":"2026-06-01T09:00:00Z"}`)
 	require.Equal(t, 200, st, "%v", body)
 	require.Equal(t, "acme", body["tenant"])
@@ -152,8 +224,10 @@ func TestPassportStory(t *testing.T) {
 	e.requireNoKeysInLogs()
 }
 
-func TestAuth(t *testing.T) {
-	e := newEnv(t)
+func TestAuth(t *testing.T) { eachStore(t, testAuth) }
+
+func testAuth(t *testing.T, open opener) {
+	e := newEnv(t, open)
 	const write = `{"subject":"mira","attribute":"city","value":"Oslo","valid_from":"2026-06-01T09:00:00Z","source":"e1"}`
 	for _, c := range []struct {
 		name, key string
@@ -168,7 +242,7 @@ func TestAuth(t *testing.T) {
 		{"read key writing", "acme-read", 403, "forbidden"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st, body := e.do("POST", "/v1/facts", c.key, write)
+			st, body := e.on(t).do("POST", "/v1/facts", c.key, write)
 			require.Equal(t, c.want, st)
 			code, _ := errorOf(t, body)
 			require.Equal(t, c.code, code)
@@ -181,8 +255,10 @@ func TestAuth(t *testing.T) {
 	e.requireNoKeysInLogs()
 }
 
-func TestBadInput(t *testing.T) {
-	e := newEnv(t)
+func TestBadInput(t *testing.T) { eachStore(t, testBadInput) }
+
+func testBadInput(t *testing.T, open opener) {
+	e := newEnv(t, open)
 	for _, c := range []struct {
 		name, path, body string
 		want             int
@@ -200,7 +276,7 @@ func TestBadInput(t *testing.T) {
 		{"bad retraction", "/v1/facts/retract", `{"subject":"mira","attribute":"city","at":"","source":"e1"}`, 400, "at"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st, body := e.do("POST", c.path, "acme-write", c.body)
+			st, body := e.on(t).do("POST", c.path, "acme-write", c.body)
 			require.Equal(t, c.want, st, "%v", body)
 			_, field := errorOf(t, body)
 			require.Equal(t, c.field, field)
@@ -233,8 +309,10 @@ func (e *env) requireNoKeysInLogs() {
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
-func TestSchemaRoutes(t *testing.T) {
-	e := newEnv(t)
+func TestSchemaRoutes(t *testing.T) { eachStore(t, testSchemaRoutes) }
+
+func testSchemaRoutes(t *testing.T, open opener) {
+	e := newEnv(t, open)
 	const schema = "attributes:\n  allergies: {memory: profile, type: string, cardinality: many}\n  account: {memory: relation, type: {ref: account}}\n  policy: {memory: account, type: {ref: policy}, cardinality: many}\n  budget: {memory: task, type: integer, conflict: review}\n"
 	st, body := e.do("POST", "/v1/schema?dry_run=true", "acme-write", schema)
 	require.Equal(t, 403, st, "only admin keys apply schemas")
@@ -322,11 +400,11 @@ func TestSchemaRoutes(t *testing.T) {
 
 func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
 
-func TestRateLimitAndMetrics(t *testing.T) {
+func TestRateLimitAndMetrics(t *testing.T) { eachStore(t, testRateLimitAndMetrics) }
+
+func testRateLimitAndMetrics(t *testing.T, open opener) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	require.NoError(t, err)
-	defer s.Close()
+	s := open(t, nil)
 	token, _, err := apikey.Create(ctx, s, "acme", apikey.Read, "", time.Now())
 	require.NoError(t, err)
 	other, _, err := apikey.Create(ctx, s, "acme", apikey.Read, "", time.Now())
@@ -356,5 +434,128 @@ func TestRateLimitAndMetrics(t *testing.T) {
 	require.Contains(t, m, `sgam_http_requests_total{route="GET /v1/episodes",status="429"} 1`)
 	require.Contains(t, m, `sgam_http_request_duration_seconds_bucket{route="GET /v1/episodes",status="200"`)
 	require.Contains(t, m, "sgam_store_open_connections")
+	if _, ok := s.(interface{ Retries() int64 }); ok {
+		require.Contains(t, m, "sgam_store_retries_total", "optional interfaces are asked of the store, not of its instrumented wrapper")
+	}
+	require.Contains(t, m, `sgam_store_operation_duration_seconds_count{operation="Episodes",outcome="ok"} 3`, "the 429 reached no store")
 	require.NotContains(t, m, token)
+}
+
+// TestStoreOperationMetrics: after a few requests, /metrics has the latency
+// of each store operation they called, by outcome.
+func TestStoreOperationMetrics(t *testing.T) { eachStore(t, testStoreOperationMetrics) }
+
+func testStoreOperationMetrics(t *testing.T, open opener) {
+	e := newEnv(t, open)
+	st, body := e.do("POST", "/v1/episodes", "acme-write", `{"episode_id":"e1","content":"Mira lives in Oslo."}`)
+	require.Equal(t, 200, st, "%v", body)
+	for _, city := range []string{"Oslo", "Bergen"} {
+		st, body = e.do("POST", "/v1/facts", "acme-write", `{"subject":"mira","attribute":"city","value":"`+city+`","valid_from":"2026-06-01T09:00:00Z","source":"e1"}`)
+		require.Equal(t, map[string]int{"Oslo": 200, "Bergen": 409}[city], st, "%v", body)
+	}
+	st, _ = e.do("GET", "/v1/subjects/mira/attributes/city", "acme-read", "")
+	require.Equal(t, 200, st)
+	st, _ = e.do("GET", "/v1/subjects/mira", "acme-read", "")
+	require.Equal(t, 200, st)
+	st, _ = e.do("GET", "/v1/episodes/nope", "acme-read", "")
+	require.Equal(t, 404, st)
+	st, _ = e.do("GET", "/readyz", "", "")
+	require.Equal(t, 200, st)
+
+	m := e.text("/metrics")
+	for _, want := range []string{
+		`# TYPE sgam_store_operation_duration_seconds histogram`,
+		`sgam_store_operation_duration_seconds_count{operation="AddEpisode",outcome="ok"} 1`,
+		`sgam_store_operation_duration_seconds_count{operation="Assert",outcome="ok"} 1`,
+		`sgam_store_operation_duration_seconds_count{operation="Assert",outcome="error"} 1`,
+		`sgam_store_operation_duration_seconds_count{operation="Get",outcome="ok"} 1`,
+		`sgam_store_operation_duration_seconds_count{operation="State",outcome="ok"} 1`,
+		`sgam_store_operation_duration_seconds_count{operation="Episode",outcome="error"} 1`,
+		`sgam_store_operation_duration_seconds_count{operation="Schema",outcome="ok"} 1`,
+		`sgam_store_operation_duration_seconds_bucket{operation="Get",outcome="ok",le="+Inf"} 1`,
+		`sgam_store_operation_duration_seconds_count{operation="Forget",outcome="ok"} 0`,
+	} {
+		require.Contains(t, m, want)
+	}
+	for _, token := range e.keys {
+		require.NotContains(t, m, token)
+	}
+}
+
+// TestExpiryTicker: while the server serves, RunExpiry deletes an episode
+// whose retention ran out, with the facts only it supported, keeps the
+// rest, logs the run with its counts, counts it in /metrics, and stops
+// when its context ends.
+func TestExpiryTicker(t *testing.T) { eachStore(t, testExpiryTicker) }
+
+func testExpiryTicker(t *testing.T, open opener) {
+	clock := &sgam.ManualClock{}
+	e := newEnvWith(t, open, clock, func(c *server.Config) { c.ExpireEvery = 20 * time.Millisecond })
+	const schema = "retention:\n  session: 1h\nattributes:\n  city: {memory: profile, type: string}\n  country: {memory: profile, type: string}\n"
+	st, body := e.do("POST", "/v1/schema", "globex-admin", schema)
+	require.Equal(t, 200, st, "%v", body)
+	for _, req := range []struct{ path, body string }{
+		{"/v1/episodes", `{"episode_id":"e1","content":"I am in Oslo this week.","retention":"session"}`},
+		{"/v1/episodes", `{"episode_id":"e2","content":"I live in Norway."}`},
+		{"/v1/facts", `{"subject":"mira","attribute":"city","value":"Oslo","valid_from":"2026-06-01T09:00:00Z","source":"e1"}`},
+		{"/v1/facts", `{"subject":"mira","attribute":"country","value":"Norway","valid_from":"2026-06-01T09:00:00Z","source":"e2"}`},
+	} {
+		st, body = e.do("POST", req.path, "globex-admin", req.body)
+		require.Equal(t, 200, st, "%s: %v", req.body, body)
+	}
+	get := func(attr string) any {
+		st, body := e.do("GET", "/v1/subjects/mira/attributes/"+attr, "globex-admin", "")
+		require.Equal(t, 200, st, "%v", body)
+		return body["fact"]
+	}
+	require.NotNil(t, get("city"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); e.srv.RunExpiry(ctx) }()
+	time.Sleep(60 * time.Millisecond) // runs that find nothing expired
+	require.NotNil(t, get("city"), "nothing has run out yet")
+	clock.Set(time.Now().Add(2 * time.Hour))
+	require.Eventually(t, func() bool { return get("city") == nil }, 20*time.Second, 20*time.Millisecond, "the ticker expires e1 and its fact")
+	require.NotNil(t, get("country"), "kept: its episode has no retention class")
+	st, _ = e.do("GET", "/v1/episodes/e1", "globex-admin", "")
+	require.Equal(t, 404, st)
+	st, _ = e.do("GET", "/v1/episodes/e2", "globex-admin", "")
+	require.Equal(t, 200, st)
+	st, body = e.do("GET", "/v1/receipts", "globex-admin", "")
+	require.Equal(t, 200, st)
+	require.Len(t, body["receipts"], 1)
+	rc := body["receipts"].([]any)[0].(map[string]any)
+	require.Equal(t, "expire", rc["kind"])
+	require.Equal(t, float64(1), rc["episodes_deleted"])
+
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		t.Fatal("RunExpiry did not stop when its context ended")
+	}
+	m := e.text("/metrics")
+	require.Regexp(t, `sgam_expiry_runs_total\{outcome="ok"\} [1-9]`, m)
+	require.Contains(t, m, `sgam_expiry_runs_total{outcome="error"} 0`)
+	require.Contains(t, m, "sgam_expiry_episodes_deleted_total 1")
+	require.Regexp(t, `sgam_store_operation_duration_seconds_count\{operation="Expire",outcome="ok"\} [1-9]`, m)
+
+	var runs, deleted int
+	for _, line := range strings.Split(strings.TrimSpace(e.logs.String()), "\n") {
+		var l map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &l), line)
+		if l["msg"] == "expiry" {
+			runs++
+			require.Contains(t, l, "tenants")
+			deleted += int(l["episodes_deleted"].(float64))
+		}
+	}
+	require.GreaterOrEqual(t, runs, 2, "a log line per run")
+	require.Equal(t, 1, deleted)
+	v, err := e.store.Check(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, v)
+	e.requireNoKeysInLogs()
 }

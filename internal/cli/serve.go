@@ -23,6 +23,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var dev bool
 	var maxBody int64
 	var rateLimit float64
+	var expireEvery time.Duration
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP JSON API on --addr, behind tenant-bound API keys",
@@ -30,7 +31,22 @@ func (a *app) serveCommand() *cobra.Command {
 ('Authorization: Bearer sgam_...', from 'sgam keys create'); the key decides
 the tenant and the role. --dev serves without keys, as --tenant with every
 right: for local use only. SIGINT or SIGTERM stops the server after the
-requests in flight finish.`,
+requests in flight finish.
+
+MCP: POST /mcp serves the tools of 'sgam mcp' over streamable HTTP
+(stateless), bound to the tenant and role of the request's key (docs/mcp.md).
+
+Retention: the server runs 'sgam expire' itself, once at start and then
+every --expire-every (default 1h; 0 turns it off, for a deployment that runs
+'sgam expire' from cron instead). Each run deletes, in every tenant, what
+the schema's retention classes say has run out (docs/lifecycle.md), and is
+logged with its counts. With several servers on one database, let one of
+them run it (--expire-every 0 on the others).
+
+Metrics: GET /metrics (Prometheus) has request counts and latencies by
+route and status, store operation latencies
+(sgam_store_operation_duration_seconds{operation,outcome}), store retries
+and open connections, and expiry runs (sgam_expiry_runs_total{outcome}).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if rateLimit < 0 {
@@ -39,6 +55,9 @@ requests in flight finish.`,
 			if maxBody <= 0 || maxBody > 64<<20 {
 				return sgam.Errorf(sgam.Invalid, "--max-body", "must be between 1 and %d bytes", 64<<20)
 			}
+			if expireEvery != 0 && expireEvery < time.Second {
+				return sgam.Errorf(sgam.Invalid, "--expire-every", "must be 0 (off) or at least 1s")
+			}
 			s, err := a.open(nil)
 			if err != nil {
 				return err
@@ -46,7 +65,8 @@ requests in flight finish.`,
 			defer s.Close()
 			keys, _ := s.(apikey.Store)
 			log := slog.New(slog.NewJSONHandler(a.stderr, nil))
-			h, err := server.New(server.Config{Store: s, Keys: keys, Dev: dev, DevTenant: a.tenant, MaxBodyBytes: maxBody, RateLimit: rateLimit, Logger: log})
+			h, err := server.New(server.Config{Store: s, Keys: keys, Dev: dev, DevTenant: a.tenant, MaxBodyBytes: maxBody, RateLimit: rateLimit,
+				ExpireEvery: expireEvery, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -61,6 +81,12 @@ requests in flight finish.`,
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute}
 			ctx, stop := signal.NotifyContext(a.ctx, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			// The expiry ticker stops, and is waited for, before the store
+			// closes (deferred above, so run after this).
+			ectx, stopExpiry := context.WithCancel(ctx)
+			expiryDone := make(chan struct{})
+			go func() { defer close(expiryDone); h.RunExpiry(ectx) }()
+			defer func() { stopExpiry(); <-expiryDone }()
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
 			select {
@@ -84,5 +110,6 @@ requests in flight finish.`,
 	c.Flags().BoolVar(&dev, "dev", false, "serve without API keys, as --tenant (local use only)")
 	c.Flags().Int64Var(&maxBody, "max-body", 1<<20, "largest request body in bytes")
 	c.Flags().Float64Var(&rateLimit, "rate-limit", 200, "requests per second per API key, bursts of twice that (0: no limit)")
+	c.Flags().DurationVar(&expireEvery, "expire-every", time.Hour, "run retention expiry at start and then this often (0: off)")
 	return c
 }

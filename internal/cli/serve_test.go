@@ -10,12 +10,16 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam/internal/cli"
 )
 
 // TestServeDev starts `sgam serve --dev` on a free port, calls it, and stops
-// it with SIGTERM: it warns loudly about dev mode and exits cleanly.
+// it with SIGTERM: it warns loudly about dev mode, runs expiry once at
+// start (--expire-every defaults to 1h) and exits cleanly.
 func TestServeDev(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "t.db")
 	child := exec.Command(os.Args[0], "--db", db, "--tenant", "acme", "serve", "--dev", "--addr", "127.0.0.1:0")
@@ -24,27 +28,70 @@ func TestServeDev(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, child.Start())
 	defer child.Process.Kill()
-	sc := bufio.NewScanner(errs)
-	var addr string
-	warned := false
-	for addr == "" && sc.Scan() {
-		var line map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &line), sc.Text())
-		if msg, _ := line["msg"].(string); strings.HasPrefix(msg, "DEV MODE") {
-			warned = true
+	lines := make(chan map[string]any)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(errs)
+		for sc.Scan() {
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				line = map[string]any{"not_json": sc.Text()}
+			}
+			lines <- line
 		}
-		if a, ok := line["addr"].(string); ok {
-			addr = a
+	}()
+	var addr string
+	warned, expired := false, false
+	timeout := time.After(time.Minute)
+	for addr == "" || !expired {
+		select {
+		case line, ok := <-lines:
+			require.True(t, ok, "the server ended early")
+			require.NotContains(t, line, "not_json", "every log line is JSON")
+			msg, _ := line["msg"].(string)
+			if strings.HasPrefix(msg, "DEV MODE") {
+				warned = true
+			}
+			if a, ok := line["addr"].(string); ok {
+				addr = a
+			}
+			if msg == "expiry" {
+				expired = true
+				require.Equal(t, float64(0), line["episodes_deleted"], "no schema: nothing expires")
+			}
+		case <-timeout:
+			t.Fatalf("no address or no expiry run logged (addr %q, expiry %v)", addr, expired)
 		}
 	}
 	require.True(t, warned, "dev mode is announced")
-	require.NotEmpty(t, addr)
 	res, err := http.Post("http://"+addr+"/v1/episodes", "application/json", strings.NewReader(`{"episode_id":"e1","content":"hi"}`))
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, 200, res.StatusCode)
+	res, err = http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	var metrics strings.Builder
+	_, err = bufio.NewReader(res.Body).WriteTo(&metrics)
+	res.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, metrics.String(), `sgam_store_operation_duration_seconds_count{operation="AddEpisode",outcome="ok"} 1`)
+	require.Contains(t, metrics.String(), `sgam_expiry_runs_total{outcome="ok"} 1`)
 	require.NoError(t, child.Process.Signal(syscall.SIGTERM))
-	for sc.Scan() {
+	for range lines {
 	}
 	require.NoError(t, child.Wait(), "a graceful shutdown exits 0")
+}
+
+// TestServeExpireEveryFlag: --expire-every is 0 (off) or at least a second.
+func TestServeExpireEveryFlag(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	for _, v := range []string{"10ms", "-1h"} {
+		r := sgamRun(t, "", "--db", db, "serve", "--dev", "--addr", "127.0.0.1:0", "--expire-every", v)
+		require.Equal(t, cli.ExitUsage, r.code, v)
+		require.Contains(t, r.stderr, "--expire-every", v)
+	}
+	r := sgamRun(t, "", "serve", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "--expire-every")
+	require.Contains(t, r.stdout, "sgam_store_operation_duration_seconds")
 }
