@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -76,10 +77,44 @@ func TestServeDev(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, metrics.String(), `sgam_store_operation_duration_seconds_count{operation="AddEpisode",outcome="ok"} 1`)
 	require.Contains(t, metrics.String(), `sgam_expiry_runs_total{outcome="ok"} 1`)
+
+	// A long write is in flight when SIGTERM arrives: it finishes, whole.
+	const n = 7000 // about 0.8 MB, under --max-body; well over a second to replay
+	var script strings.Builder
+	for i := range n {
+		fmt.Fprintf(&script, `{"op":"assert","subject":"s%d","attribute":"a","value":%d,"valid_from":"2026-06-01T09:00:00Z","source":"e1"}`+"\n", i, i)
+	}
+	replayed := make(chan map[string]any, 1)
+	go func() {
+		res, err := http.Post("http://"+addr+"/v1/replay", "application/x-ndjson", strings.NewReader(script.String()))
+		if err != nil {
+			replayed <- map[string]any{"error": err.Error()}
+			return
+		}
+		defer res.Body.Close()
+		var body map[string]any
+		json.NewDecoder(res.Body).Decode(&body)
+		body["status"] = res.StatusCode
+		replayed <- body
+	}()
+	time.Sleep(150 * time.Millisecond)
 	require.NoError(t, child.Process.Signal(syscall.SIGTERM))
-	for range lines {
+	var order []string
+	for line := range lines {
+		if msg, _ := line["msg"].(string); strings.HasPrefix(msg, "shutting down") || line["path"] == "/v1/replay" {
+			order = append(order, msg)
+		}
 	}
 	require.NoError(t, child.Wait(), "a graceful shutdown exits 0")
+	require.Equal(t, []string{"shutting down: finishing requests in flight", "request"}, order,
+		"the replay was in flight at SIGTERM and finished after it")
+	body := <-replayed
+	require.Equal(t, 200, body["status"], body)
+	require.Equal(t, float64(n), body["lines"])
+	require.Equal(t, float64(0), body["failed"])
+	r := sgamRun(t, "", "--db", db, "--tenant", "acme", "get", fmt.Sprintf("s%d", n-1), "a")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, fmt.Sprint(n-1), "the last write of the replay is stored")
 }
 
 // TestServeExpireEveryFlag: --expire-every is 0 (off) or at least a second.
