@@ -139,7 +139,7 @@ func (s *Server) assert(w http.ResponseWriter, r *http.Request, c caller) (any, 
 	if err != nil {
 		return nil, err
 	}
-	return s.cfg.Store.Assert(r.Context(), a)
+	return s.asserts.assert(r.Context(), a)
 }
 
 // RetractRequest is the body of POST /v1/facts/retract.

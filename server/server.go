@@ -35,6 +35,10 @@ type Config struct {
 	// RateLimit is each key's sustained requests per second (bursts of
 	// twice that); 0 is no limit.
 	RateLimit float64
+	// KeyCacheTTL is how long a checked API key is trusted without looking
+	// it up again, so also how long a key revoked elsewhere keeps working;
+	// default 1 s, negative: look every key up on every request.
+	KeyCacheTTL time.Duration
 	// ExpireEvery is the period of RunExpiry; 0 turns it off.
 	ExpireEvery time.Duration
 	Logger      *slog.Logger
@@ -54,6 +58,8 @@ type Server struct {
 	// needs ("" for none): what the OpenAPI document must say.
 	routes  map[string]apikey.Role
 	limits  *limiters
+	keys    *keyCache // nil: off
+	asserts *asserter
 	metrics *metrics
 }
 
@@ -80,12 +86,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = sgam.SystemClock{}
 	}
+	if cfg.KeyCacheTTL == 0 {
+		cfg.KeyCacheTTL = time.Second
+	}
 	if cfg.ExpireEvery < 0 {
 		return nil, errors.New("server: negative ExpireEvery")
 	}
 	s := &Server{cfg: cfg, raw: cfg.Store, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
-		limits: newLimiters(cfg.RateLimit), metrics: newMetrics(cfg.Store)}
+		limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: newMetrics(cfg.Store)}
 	s.cfg.Store = instrument(cfg.Store, s.metrics.storeOps)
+	s.asserts = &asserter{st: s.cfg.Store}
 	s.register()
 	return s, nil
 }
@@ -150,9 +160,15 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 	if !ok {
 		return caller{}, sgam.Errorf(sgam.Unauthenticated, "authorization", "send the API key as 'Authorization: Bearer sgam_...'")
 	}
-	k, err := apikey.Authenticate(r.Context(), s.cfg.Keys, strings.TrimSpace(token))
-	if err != nil {
-		return caller{}, err
+	token = strings.TrimSpace(token)
+	now := time.Now()
+	k, ok := s.keys.get(token, now)
+	if !ok {
+		var err error
+		if k, err = apikey.Authenticate(r.Context(), s.cfg.Keys, token); err != nil {
+			return caller{}, err
+		}
+		s.keys.put(token, k, now)
 	}
 	return caller{tenant: k.Tenant, role: k.Role, keyID: k.ID}, nil
 }

@@ -559,3 +559,36 @@ func testExpiryTicker(t *testing.T, open opener) {
 	require.Empty(t, v)
 	e.requireNoKeysInLogs()
 }
+
+func TestRevocationWhileServing(t *testing.T) { eachStore(t, testRevocationWhileServing) }
+
+// testRevocationWhileServing: a key revoked while the server runs stops
+// working once the key cache's entry runs out (at once with the cache off).
+func testRevocationWhileServing(t *testing.T, open opener) {
+	for _, ttl := range []time.Duration{-1, 200 * time.Millisecond} {
+		e := newEnvWith(t, open, nil, func(c *server.Config) { c.KeyCacheTTL = ttl })
+		ctx := context.Background()
+		token, k, err := apikey.Create(ctx, e.store, "acme", apikey.Read, "later-revoked", time.Now())
+		require.NoError(t, err)
+		e.keys["later-revoked"] = token
+		st, _ := e.do("GET", "/v1/episodes", "later-revoked", "")
+		require.Equal(t, 200, st)
+		require.NoError(t, e.store.RevokeKey(ctx, "acme", k.ID, time.Now()))
+		if ttl > 0 {
+			st, _ = e.do("GET", "/v1/episodes", "later-revoked", "")
+			require.Equal(t, 200, st, "still trusted from the cache")
+			time.Sleep(ttl)
+		}
+		st, body := e.do("GET", "/v1/episodes", "later-revoked", "")
+		require.Equal(t, 401, st, "ttl %v", ttl)
+		code, _ := errorOf(t, body)
+		require.Equal(t, "unauthenticated", code)
+		// A wrong secret under a cached key's id is never served from the cache.
+		st, _ = e.do("GET", "/v1/episodes", "acme-read", "")
+		require.Equal(t, 200, st)
+		good := e.keys["acme-read"]
+		bad := good[:len(good)-1] + map[bool]string{true: "y", false: "x"}[strings.HasSuffix(good, "x")]
+		st, _ = e.do("GET", "/v1/episodes", "raw:Bearer "+bad, "")
+		require.Equal(t, 401, st)
+	}
+}

@@ -47,7 +47,8 @@ type currentCache struct {
 }
 
 // maxCachedKeys bounds the cache; when full it starts over.
-const maxCachedKeys = 1 << 20
+// About 430 bytes of heap per key: 1<<16 keys are about 28 MiB.
+const maxCachedKeys = 1 << 16
 
 type cachedRow struct {
 	fact          *sgam.Fact // nil: a tombstone, no value

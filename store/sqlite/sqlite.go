@@ -33,7 +33,12 @@ const applicationID = 0x7367616d
 type Options struct {
 	Clock  sgam.Clock  // transaction time; default the system clock
 	Limits sgam.Limits // input bounds; zero fields take the defaults
-	// CacheMiB is the page cache of each connection; default 64.
+	// CacheMiB is the page cache of the writer's connection; default 32.
+	// Each read connection gets an eighth of it (at least 2 MiB): a read
+	// touches a few pages of one key, while a write batch walks the
+	// indexes, and every read connection keeps a cache of its own, so
+	// large read caches mostly cost memory (up to 2 × GOMAXPROCS copies of
+	// the hot pages, outside the Go heap).
 	CacheMiB int
 	// ReadConns bounds the read pool; default 2 × GOMAXPROCS, at least 4.
 	ReadConns int
@@ -60,6 +65,7 @@ type Store struct {
 	gets *getPool
 
 	cache *currentCache // nil when off
+	ckpt  *checkpointer
 	gov   atomic.Pointer[ledger.Gov]
 	// govChecked is when readGov last looked for a new schema version.
 	govChecked atomic.Int64
@@ -85,7 +91,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts.Clock = sgam.SystemClock{}
 	}
 	if opts.CacheMiB <= 0 {
-		opts.CacheMiB = 64
+		opts.CacheMiB = 32
 	}
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
@@ -99,7 +105,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	q.Set("_synchronous", "NORMAL")
 	q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -1024*opts.CacheMiB))
 	q.Add("_pragma", "temp_store(MEMORY)")
-	q.Add("_pragma", "wal_autocheckpoint(20000)")
+	// The checkpointer (checkpoint.go) copies the WAL into the file in the
+	// background; the writer checkpoints itself only if the WAL outgrows
+	// it by far.
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", 4*checkpointPages))
 	var err error
 	if s.wdb, err = sql.Open("sqlite", path+"?"+q.Encode()); err != nil {
 		return nil, unavailable("open "+path, err)
@@ -126,8 +135,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if !opts.NoCache {
 		s.cache = newCurrentCache(openWALIndex(path))
 	}
+	if s.ckpt, err = startCheckpointer(path + "?" + q.Encode()); err != nil {
+		s.Close()
+		return nil, err
+	}
 
 	q.Set("_query_only", "1")
+	q.Del("_pragma")
+	q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -1024*max(2, opts.CacheMiB/8)))
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if s.rdb, err = sql.Open("sqlite", path+"?"+q.Encode()); err != nil {
 		s.Close()
 		return nil, unavailable("open "+path, err)
@@ -150,8 +166,8 @@ func (s *Store) Path() string { return s.path }
 // last connection closes.
 func (s *Store) Close() error {
 	var errs []error
-	if s.cache != nil {
-		s.cache.wal.close()
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.close())
 	}
 	for _, st := range s.bulk {
 		st.Close()
@@ -167,6 +183,12 @@ func (s *Store) Close() error {
 	}
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
+	}
+	// Last: closing any descriptor of the -shm file drops every POSIX lock
+	// this process holds on it, SQLite's too, which would keep the last
+	// connection from checkpointing and removing the WAL.
+	if s.cache != nil {
+		s.cache.wal.close()
 	}
 	return errors.Join(errs...)
 }
