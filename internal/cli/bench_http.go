@@ -108,7 +108,7 @@ process can get from one server process.`,
 	f.IntVar(&opts.Facts, "facts", 1_000_000, "facts in the store (a multiple of 1000; subjects = facts/10)")
 	f.DurationVar(&opts.Duration, "duration", 10*time.Second, "measured time of each phase")
 	f.DurationVar(&opts.Warmup, "warmup", 0, "unmeasured time before each phase (default: duration/5, at most 2s)")
-	f.IntVar(&opts.Concurrency, "concurrency", 32, "concurrent client workers, one keep-alive connection each")
+	f.IntVar(&opts.Concurrency, "concurrency", 16, "concurrent client workers, one keep-alive connection each")
 	f.StringVar(&opts.Dir, "dir", "", "keep the SQLite database and the server's log in this folder")
 	return c
 }
