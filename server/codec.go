@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,10 @@ func writeError(w http.ResponseWriter, err error) {
 		return
 	}
 	code := sgam.ErrorCode(err)
+	if code == sgam.Internal && errors.Is(err, context.DeadlineExceeded) {
+		err = &sgam.Error{Code: sgam.Unavailable, Message: "the request ran out of time; what it wrote before then is kept, the write in progress was rolled back", Err: err}
+		code = sgam.Unavailable
+	}
 	body := ErrorBody{ErrorDetail{Code: code, Field: sgam.ErrorField(err), Message: sgam.ErrorMessage(err)}}
 	if code == sgam.Internal {
 		body.Error.Message = "internal error" // details go to the log, not to callers

@@ -121,6 +121,10 @@ func (s *Server) route(pattern string, need apikey.Role, h handler) {
 		}
 		v, err := h(w, r, c)
 		if err != nil {
+			if sgam.ErrorCode(err) == sgam.Internal && !errors.Is(err, context.DeadlineExceeded) { // the caller only sees "internal error"
+				s.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
+					slog.String("route", pattern), slog.String("error", err.Error()))
+			}
 			writeError(w, err)
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -591,4 +592,21 @@ func testRevocationWhileServing(t *testing.T, open opener) {
 		st, _ = e.do("GET", "/v1/episodes", "raw:Bearer "+bad, "")
 		require.Equal(t, 401, st)
 	}
+}
+
+// TestTimeout: a request that runs out of time answers 503, not a 500.
+func TestTimeout(t *testing.T) {
+	e := newEnvWith(t, stores[0].open, nil, func(c *server.Config) { c.Timeout = 50 * time.Millisecond; c.MaxBodyBytes = 4 << 20 })
+	var script strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&script, `{"op":"assert","subject":"s%d","attribute":"a","value":%d,"valid_from":"2026-06-01T09:00:00Z","source":"e1"}`+"\n", i, i)
+	}
+	st, body := e.do("POST", "/v1/replay", "globex-admin", script.String())
+	require.Equal(t, 503, st, "%v", body)
+	code, _ := errorOf(t, body)
+	require.Equal(t, "unavailable", code)
+	require.Contains(t, body["error"].(map[string]any)["message"], "ran out of time")
+	v, err := e.store.Check(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, v)
 }

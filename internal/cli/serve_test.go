@@ -79,7 +79,7 @@ func TestServeDev(t *testing.T) {
 	require.Contains(t, metrics.String(), `sgam_expiry_runs_total{outcome="ok"} 1`)
 
 	// A long write is in flight when SIGTERM arrives: it finishes, whole.
-	const n = 7000 // about 0.8 MB, under --max-body; well over a second to replay
+	const n = 3000 // about 0.3 MB; half a second to replay, several under -race (the timeout is 30 s)
 	var script strings.Builder
 	for i := range n {
 		fmt.Fprintf(&script, `{"op":"assert","subject":"s%d","attribute":"a","value":%d,"valid_from":"2026-06-01T09:00:00Z","source":"e1"}`+"\n", i, i)
@@ -97,7 +97,7 @@ func TestServeDev(t *testing.T) {
 		body["status"] = res.StatusCode
 		replayed <- body
 	}()
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, child.Process.Signal(syscall.SIGTERM))
 	var order []string
 	for line := range lines {
