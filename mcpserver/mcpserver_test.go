@@ -225,3 +225,36 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestSetsAndSchema: under a schema, remember adds a set's members,
+// forget_value with a value removes one, recall lists the members, and a
+// value the schema refuses names the field and the rule.
+func TestSetsAndSchema(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	_, err := st.ApplySchema(ctx, []byte(`
+attributes:
+  allergies: {memory: profile, type: string, cardinality: many}
+  weight: {memory: profile, type: number}
+`), false)
+	require.NoError(t, err)
+	cs := connect(t, st, "acme", apikey.Write)
+	for _, a := range []string{"peanuts", "shellfish"} {
+		_, msg := call(t, cs, "remember", map[string]any{"subject": "mira", "attribute": "allergies", "value": a,
+			"valid_from": "2026-06-01", "quote": "Mira: I am allergic to " + a + "."})
+		require.Empty(t, msg)
+	}
+	_, msg := call(t, cs, "forget_value", map[string]any{"subject": "mira", "attribute": "allergies", "value": "peanuts",
+		"at": "2026-06-10", "quote": "Mira: the peanut allergy is gone."})
+	require.Empty(t, msg)
+	now, _ := call(t, cs, "recall", map[string]any{"subject": "mira", "attribute": "allergies"})
+	require.Len(t, facts(t, now), 1)
+	require.Equal(t, "shellfish", facts(t, now)[0]["value"])
+	then, _ := call(t, cs, "recall", map[string]any{"subject": "mira", "attribute": "allergies", "as_of": "2026-06-05"})
+	require.Len(t, facts(t, then), 2)
+
+	_, msg = call(t, cs, "remember", map[string]any{"subject": "mira", "attribute": "weight", "value": "heavy",
+		"quote": "Mira: heavy."})
+	require.True(t, strings.HasPrefix(msg, "invalid: value:"), msg)
+	require.Contains(t, msg, "rule type")
+}
