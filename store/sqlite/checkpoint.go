@@ -27,6 +27,9 @@ type checkpointer struct {
 	db   *sql.DB
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// mu is held for each checkpoint; Compact holds it to keep the
+	// checkpointer out of the way of its own truncating checkpoint.
+	mu sync.Mutex
 }
 
 func startCheckpointer(dsn string) (*checkpointer, error) {
@@ -56,7 +59,9 @@ func (c *checkpointer) run() {
 		// writer's own automatic checkpoint is the backstop.
 		var busy, frames, done int
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		c.mu.Lock()
 		c.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
+		c.mu.Unlock()
 		cancel()
 	}
 }

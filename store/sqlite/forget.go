@@ -709,6 +709,10 @@ func (f *forgetter) expireFacts(tenant string, ids []int64, rc *sgam.Receipt) er
 func (s *Store) Compact(ctx context.Context) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	// The background checkpointer holds the checkpoint lock while it runs,
+	// which would make the truncating checkpoint busy: pause it.
+	s.ckpt.mu.Lock()
+	defer s.ckpt.mu.Unlock()
 	checkpoint := func() error {
 		var busy, log, done int
 		if err := s.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &log, &done); err != nil {
