@@ -170,24 +170,15 @@ func (a *app) receiptsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(rcs)
-			}
-			if len(rcs) == 0 {
-				fmt.Fprintln(a.stdout, "(no receipts)")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "AT\tRECEIPT\tKIND\tTARGET\tACTOR\tFACTS\tMENDED\tEPISODES\tPENDING")
-			for _, rc := range rcs {
-				target := rc.Target
-				if target == "" {
-					target = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", fmtTime(rc.At), rc.ID, rc.Kind, truncate(target, 20), rc.Actor,
-					rc.FactsDeleted, rc.FactsMended, rc.EpisodesDeleted, rc.PendingDeleted)
-			}
-			return tw.Flush()
+			return printList(a, rcs, "(no receipts)", "AT\tRECEIPT\tKIND\tTARGET\tACTOR\tFACTS\tMENDED\tEPISODES\tPENDING",
+				func(rc sgam.Receipt) []any {
+					target := rc.Target
+					if target == "" {
+						target = "-"
+					}
+					return []any{fmtTime(rc.At), rc.ID, rc.Kind, truncate(target, 20), rc.Actor,
+						rc.FactsDeleted, rc.FactsMended, rc.EpisodesDeleted, rc.PendingDeleted}
+				})
 		},
 	}
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,19 +77,9 @@ secret is stored: the key is printed once, by 'sgam keys create'.`,
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(keys)
-			}
-			if len(keys) == 0 {
-				fmt.Fprintln(a.stdout, "(no keys)")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY ID\tROLE\tNAME\tCREATED\tREVOKED")
-			for _, k := range keys {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Role, k.Name, fmtTime(k.CreatedAt), fmtEnd(k.RevokedAt, "-"))
-			}
-			return tw.Flush()
+			return printList(a, keys, "(no keys)", "KEY ID\tROLE\tNAME\tCREATED\tREVOKED", func(k apikey.Key) []any {
+				return []any{k.ID, k.Role, k.Name, fmtTime(k.CreatedAt), fmtEnd(k.RevokedAt, "-")}
+			})
 		},
 	}
 	revoke := &cobra.Command{

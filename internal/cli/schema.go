@@ -304,24 +304,14 @@ evidence; dismissing deletes it.`,
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(cs)
-			}
-			if len(cs) == 0 {
-				fmt.Fprintln(a.stdout, "(no pending candidates)")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PENDING ID\tSUBJECT\tATTRIBUTE\tVALUE\tVALID FROM\tSOURCE\tREASON\tCONFLICTS WITH")
-			for _, c := range cs {
-				conflicts := "-"
-				if c.ConflictsWith != nil {
-					conflicts = fmt.Sprint(*c.ConflictsWith)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Subject, c.Attribute, truncate(string(c.Value), 40),
-					fmtTime(c.ValidFrom), c.Source, c.Reason, conflicts)
-			}
-			return tw.Flush()
+			return printList(a, cs, "(no pending candidates)", "PENDING ID\tSUBJECT\tATTRIBUTE\tVALUE\tVALID FROM\tSOURCE\tREASON\tCONFLICTS WITH",
+				func(c sgam.Candidate) []any {
+					conflicts := "-"
+					if c.ConflictsWith != nil {
+						conflicts = fmt.Sprint(*c.ConflictsWith)
+					}
+					return []any{c.ID, c.Subject, c.Attribute, truncate(string(c.Value), 40), fmtTime(c.ValidFrom), c.Source, c.Reason, conflicts}
+				})
 		},
 	}
 	list.Flags().StringVar(&subject, "subject", "", "only this subject's candidates")
