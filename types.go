@@ -115,9 +115,9 @@ type At struct {
 // (Fact), from a higher-ranked source, and wrote nothing. Pending reports
 // that the value was held back as a candidate (conflict policy review, or a
 // sensitive attribute from a source that is not user_confirmed): nothing
-// was written to the facts and Fact is zero.
+// was written to the facts and Fact is nil.
 type WriteResult struct {
-	Fact     Fact       `json:"fact"`
+	Fact     *Fact      `json:"fact"`
 	NoChange bool       `json:"no_change,omitempty"`
 	Kept     bool       `json:"kept,omitempty"`
 	Pending  *Candidate `json:"pending,omitempty"`

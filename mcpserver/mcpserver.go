@@ -338,10 +338,11 @@ func (t *tools) writeOutput(ctx context.Context, episodeID string, res sgam.Writ
 	out := WriteOutput{EpisodeID: episodeID, NoChange: res.NoChange, Kept: res.Kept}
 	if res.Pending != nil {
 		out.Pending = asJSON(res.Pending)
-		return out
 	}
-	v := t.view(ctx, res.Fact, map[string]Source{})
-	out.Fact = &v
+	if res.Fact != nil {
+		v := t.view(ctx, *res.Fact, map[string]Source{})
+		out.Fact = &v
+	}
 	return out
 }
 

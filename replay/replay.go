@@ -254,7 +254,7 @@ func timeField(raw map[string]json.RawMessage, name string, dst *time.Time) erro
 type Result struct {
 	OK       bool            `json:"ok"`
 	NoChange bool            `json:"no_change,omitempty"`
-	Fact     json.RawMessage `json:"fact,omitempty"` // "null" when a read found no value
+	Fact     json.RawMessage `json:"fact,omitempty"` // "null" when a read found no value, or a write was held pending
 	Facts    *[]sgam.Fact    `json:"facts,omitempty"`
 	Episode  *sgam.Episode   `json:"episode,omitempty"`
 	Trace    *sgam.Trace     `json:"trace,omitempty"`
@@ -487,7 +487,7 @@ func (r *Runner) Exec(ctx context.Context, op Op) (Result, error) {
 
 func written(w sgam.WriteResult) (Result, error) {
 	if w.Pending != nil {
-		return Result{OK: true, Pending: w.Pending}, nil
+		return Result{OK: true, Pending: w.Pending, Fact: json.RawMessage("null")}, nil
 	}
 	b, err := json.Marshal(w.Fact)
 	return Result{OK: true, NoChange: w.NoChange, Kept: w.Kept, Fact: b}, err

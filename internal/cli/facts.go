@@ -106,7 +106,9 @@ func (a *app) printWrite(r sgam.WriteResult) error {
 	case r.NoChange:
 		fmt.Fprintln(a.stdout, "no change: the same value already starts at that instant; the source was added as evidence")
 	}
-	printFact(a.stdout, r.Fact)
+	if r.Fact != nil {
+		printFact(a.stdout, *r.Fact)
+	}
 	return nil
 }
 

@@ -257,7 +257,7 @@ func (b *Batch) Results(read func(k sgam.Key, id int64) (sgam.Fact, error)) ([]s
 				return nil, err
 			}
 		}
-		out[i] = sgam.WriteResult{Fact: f, NoChange: oc.Repeat || b.kept[i], Kept: b.kept[i]}
+		out[i] = sgam.WriteResult{Fact: &f, NoChange: oc.Repeat || b.kept[i], Kept: b.kept[i]}
 	}
 	return out, nil
 }

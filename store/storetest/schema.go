@@ -286,7 +286,7 @@ func runSchema(t *testing.T, newStore Factory) {
 		held, err := b.assertRaw(k, `200`, vf, "e_tool")
 		require.NoError(t, err)
 		require.NotNil(t, held.Pending)
-		require.Zero(t, held.Fact.ID)
+		require.Nil(t, held.Fact, "a held write has no fact")
 		require.Equal(t, sgam.ReasonReview, held.Pending.Reason)
 		require.Equal(t, first.Fact.ID, *held.Pending.ConflictsWith)
 		other, err := b.assertRaw(k, `300`, vf, "e_inferred")
