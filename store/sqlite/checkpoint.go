@@ -16,6 +16,10 @@ const checkpointEvery = 250 * time.Millisecond
 // checkpoint, the backstop, waits for four times that.
 const checkpointPages = 20_000
 
+// defaultWALLimitMiB is the size the WAL file is cut back to whenever
+// SQLite starts it over (journal_size_limit).
+const defaultWALLimitMiB = 64
+
 // checkpointer runs PASSIVE checkpoints on a connection of its own, so
 // that copying the WAL into the file, and the fsync that ends it, happen
 // beside the writer instead of inside one of its commits: SQLite's
@@ -23,6 +27,16 @@ const checkpointPages = 20_000
 // on a large store it held that commit (and every write queued behind it)
 // for hundreds of milliseconds. A PASSIVE checkpoint never blocks the writer
 // or readers; the writer starts the WAL over once all of it is copied.
+//
+// The WAL file keeps its size when it is started over, so a write burst
+// would leave it as large as the burst made it (hundreds of MiB for a
+// database of a few). Three things bound it: the writer's
+// journal_size_limit cuts it back at each new start; when a run finds the
+// WAL fully copied and no commit since the run before (the store is idle),
+// it truncates the WAL to nothing; and so does closing the store. The
+// truncating checkpoint takes the write lock, so the checkpointer's
+// connection has no busy timeout: if a writer or a reader is in the way it
+// gives up at once and tries again at the next idle run.
 type checkpointer struct {
 	db   *sql.DB
 	stop chan struct{}
@@ -30,8 +44,12 @@ type checkpointer struct {
 	// mu is held for each checkpoint; Compact holds it to keep the
 	// checkpointer out of the way of its own truncating checkpoint.
 	mu sync.Mutex
+	// frames is the WAL's size in frames at the last run (under mu).
+	frames int
 }
 
+// startCheckpointer opens the checkpointer's connection with dsn, which
+// must set no busy timeout.
 func startCheckpointer(dsn string) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -54,20 +72,45 @@ func (c *checkpointer) run() {
 			return
 		case <-t.C:
 		}
-		// It answers (busy, frames in the WAL, frames copied). An error
-		// (busy, or a store closing) is left to the next run, and the
-		// writer's own automatic checkpoint is the backstop.
-		var busy, frames, done int
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		c.mu.Lock()
-		c.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
-		c.mu.Unlock()
-		cancel()
+		c.step()
 	}
 }
 
+// step runs one checkpoint, and truncates the WAL when the store is idle.
+// An error (busy, or a store closing) is left to the next run, and the
+// writer's own automatic checkpoint is the backstop.
+func (c *checkpointer) step() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	busy, frames, done, err := c.checkpoint("PASSIVE")
+	if err != nil || busy != 0 {
+		return
+	}
+	idle := frames > 0 && done == frames && frames == c.frames
+	c.frames = frames
+	if idle {
+		if _, _, _, err := c.checkpoint("TRUNCATE"); err == nil {
+			c.frames = 0
+		}
+	}
+}
+
+// checkpoint runs PRAGMA wal_checkpoint(mode): it answers whether it was
+// kept from finishing, the WAL's frames and the frames copied.
+func (c *checkpointer) checkpoint(mode string) (busy, frames, done int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = c.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done)
+	return
+}
+
+// close stops the checkpointer and truncates the WAL if nothing is in the
+// way (another process may still be using it).
 func (c *checkpointer) close() error {
 	close(c.stop)
 	c.wg.Wait()
+	c.mu.Lock()
+	c.checkpoint("TRUNCATE")
+	c.mu.Unlock()
 	return c.db.Close()
 }

@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,4 +30,86 @@ func TestCacheIsOnAndHits(t *testing.T) {
 	f.Value[1] = 'X'
 	again, _ := s.cache.lookup(k, sgam.Micros(time.Now()))
 	require.Equal(t, `"Oslo"`, string(again.Value), "callers get copies")
+}
+
+// TestWALIndexViewOutlivesItsStore: two stores of one process on one file
+// share the view of its -shm file; closing one leaves the other's (and
+// SQLite's) locks alone, and the view's descriptor is closed only once the
+// file is unlinked, when the last connection closed.
+func TestWALIndexViewOutlivesItsStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.db")
+	a, err := Open(t.Context(), path, Options{})
+	require.NoError(t, err)
+	b, err := Open(t.Context(), path, Options{})
+	require.NoError(t, err)
+	require.NotNil(t, a.cache)
+	require.Same(t, a.cache.wal, b.cache.wal, "one view per -shm file")
+	w := a.cache.wal
+	require.NoError(t, a.Close())
+	views.mu.Lock()
+	require.Equal(t, 1, w.refs)
+	require.Contains(t, views.open, w.id, "still linked: the descriptor stays open")
+	views.mu.Unlock()
+
+	k := sgam.Key{Tenant: "acme", Subject: "mira", Attribute: "city"}
+	_, err = b.Assert(t.Context(), sgam.Assertion{Key: k, Value: []byte(`"Oslo"`), ValidFrom: time.Now().Add(-time.Hour), Source: "e1"})
+	require.NoError(t, err)
+	f, err := b.Get(t.Context(), k, sgam.At{})
+	require.NoError(t, err)
+	require.Equal(t, `"Oslo"`, string(f.Value))
+
+	require.NoError(t, b.Close())
+	_, err = os.Stat(path + "-shm")
+	require.True(t, os.IsNotExist(err), "the last connection unlinked the -shm file")
+	views.mu.Lock()
+	defer views.mu.Unlock()
+	require.NotContains(t, views.open, w.id, "and the view was let go")
+}
+
+// TestWALIsBounded: a write burst grows the WAL; once the store is idle the
+// checkpointer truncates it, and so does closing the store while another
+// connection keeps the file open; the last close removes it.
+func TestWALIsBounded(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "w.db")
+	walSize := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if os.IsNotExist(err) {
+			return -1
+		}
+		require.NoError(t, err)
+		return fi.Size()
+	}
+	burst := func(s *Store, from int) {
+		for i := from; i < from+10; i++ {
+			as := make([]sgam.Assertion, 100)
+			for j := range as {
+				as[j] = sgam.Assertion{Key: sgam.Key{Tenant: "acme", Subject: fmt.Sprintf("s%d", j), Attribute: "a"},
+					Value: []byte(fmt.Sprintf(`"%03000d"`, i)), ValidFrom: time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC), Source: "e1"}
+			}
+			_, err := s.AssertMany(ctx, as)
+			require.NoError(t, err)
+		}
+	}
+	const limit = 1 << 20
+	s, err := Open(ctx, path, Options{WALLimitMiB: 1})
+	require.NoError(t, err)
+	other, err := Open(ctx, path, Options{}) // another user of the file
+	require.NoError(t, err)
+	defer other.Close()
+
+	burst(s, 0)
+	require.Greater(t, walSize(), int64(2*limit), "the burst grew the WAL")
+	for range 3 { // copy, see no commit since, truncate
+		s.ckpt.step()
+	}
+	require.Zero(t, walSize(), "an idle store truncates the WAL")
+
+	burst(s, 100)
+	require.Greater(t, walSize(), int64(2*limit))
+	require.NoError(t, s.Close())
+	require.LessOrEqual(t, walSize(), int64(limit), "closing truncates the WAL while the file stays open elsewhere")
+
+	require.NoError(t, other.Close())
+	require.Equal(t, int64(-1), walSize(), "the last close removes the WAL")
 }

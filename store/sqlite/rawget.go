@@ -101,7 +101,7 @@ func (p *getPool) open() (*getConn, error) {
 // have left it unusable.
 func (p *getPool) release(c *getConn, err error) {
 	if err != nil && !errors.Is(err, io.EOF) {
-		c.conn.Close()
+		c.close()
 		p.slot <- struct{}{}
 		return
 	}
@@ -112,11 +112,18 @@ func (p *getPool) close() {
 	for {
 		select {
 		case c := <-p.free:
-			c.conn.Close()
+			c.close()
 		default:
 			return
 		}
 	}
+}
+
+// close finalizes the statement before closing the connection (see
+// writeStmts.close).
+func (c *getConn) close() {
+	c.stmt.(driver.Stmt).Close()
+	c.conn.Close()
 }
 
 // gotRow is what the get query found.

@@ -90,13 +90,15 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 // preparer prepares statements one after the other and keeps the first
-// error, so a list of statements reads as a list.
+// error, so a list of statements reads as a list. made lists them, for
+// closing.
 type preparer struct {
 	ctx context.Context
 	on  interface {
 		PrepareContext(context.Context, string) (*sql.Stmt, error)
 	}
-	err error
+	err  error
+	made []*sql.Stmt
 }
 
 func (p *preparer) prep(query string) *sql.Stmt {
@@ -105,6 +107,9 @@ func (p *preparer) prep(query string) *sql.Stmt {
 	}
 	st, err := p.on.PrepareContext(p.ctx, query)
 	p.err = err
+	if err == nil {
+		p.made = append(p.made, st)
+	}
 	return st
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"runtime"
@@ -44,6 +45,10 @@ type Options struct {
 	ReadConns int
 	// NoCache turns off the cache of current reads (see currentCache).
 	NoCache bool
+	// WALLimitMiB is the size the write-ahead log is cut back to when it
+	// is started over (journal_size_limit); default 64. An idle store, and
+	// one that closes, truncates it to nothing (see checkpointer).
+	WALLimitMiB int
 	// MustExist makes Open fail with NotFound instead of creating a new file.
 	MustExist bool
 }
@@ -69,6 +74,7 @@ type Store struct {
 	gov   atomic.Pointer[ledger.Gov]
 	// govChecked is when readGov last looked for a new schema version.
 	govChecked atomic.Int64
+	closed     atomic.Bool
 }
 
 var _ sgam.Store = (*Store)(nil)
@@ -93,6 +99,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.CacheMiB <= 0 {
 		opts.CacheMiB = 32
 	}
+	if opts.WALLimitMiB <= 0 {
+		opts.WALLimitMiB = defaultWALLimitMiB
+	}
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
 	}
@@ -109,6 +118,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// background; the writer checkpoints itself only if the WAL outgrows
 	// it by far.
 	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", 4*checkpointPages))
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", opts.WALLimitMiB<<20))
 	var err error
 	if s.wdb, err = sql.Open("sqlite", path+"?"+q.Encode()); err != nil {
 		return nil, unavailable("open "+path, err)
@@ -135,7 +145,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if !opts.NoCache {
 		s.cache = newCurrentCache(openWALIndex(path))
 	}
-	if s.ckpt, err = startCheckpointer(path + "?" + q.Encode()); err != nil {
+	cq := maps.Clone(q)
+	cq.Set("_busy_timeout", "0")
+	if s.ckpt, err = startCheckpointer(path + "?" + cq.Encode()); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -162,9 +174,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
-// Close closes every connection. The WAL is checkpointed by SQLite when the
-// last connection closes.
+// Close truncates the WAL when no other process is in the way, and closes
+// every connection; when it closes the file's last connection, SQLite
+// checkpoints the WAL and removes it.
 func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
 	var errs []error
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.close())
@@ -172,6 +188,7 @@ func (s *Store) Close() error {
 	for _, st := range s.bulk {
 		st.Close()
 	}
+	s.wst.close()
 	if s.gets != nil {
 		s.gets.close()
 	}
@@ -184,9 +201,8 @@ func (s *Store) Close() error {
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
 	}
-	// Last: closing any descriptor of the -shm file drops every POSIX lock
-	// this process holds on it, SQLite's too, which would keep the last
-	// connection from checkpointing and removing the WAL.
+	// Last: the view of the -shm file is let go once SQLite may have
+	// unlinked it (see walIndex).
 	if s.cache != nil {
 		s.cache.wal.close()
 	}

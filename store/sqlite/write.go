@@ -15,6 +15,17 @@ import (
 type writeStmts struct {
 	lastID, txClock, advanceClock *sql.Stmt
 	factByID, schemaVersion       *sql.Stmt
+	all                           []*sql.Stmt
+}
+
+// close closes the statements. database/sql does not finalize statements
+// prepared on a sql.Conn when the pool closes, and SQLite keeps a
+// connection with a statement left open as a zombie that holds its locks:
+// the last connection to close could then not remove the WAL.
+func (w *writeStmts) close() {
+	for _, st := range w.all {
+		st.Close()
+	}
 }
 
 func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
@@ -29,6 +40,7 @@ func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
 	w.advanceClock = prep(`UPDATE meta SET value = ?1 WHERE key = 'tx_clock' AND value < ?1`)
 	w.factByID = prep(`SELECT ` + factColumns("?2") + ` FROM facts f WHERE fact_id = ?1`)
 	w.schemaVersion = prep(`SELECT coalesce(max(version), 0) FROM schemas`)
+	w.all = p.made
 	return mapErr("prepare", p.err)
 }
 
