@@ -1,6 +1,7 @@
 package sgam
 
 import (
+	"errors"
 	"strings"
 	"time"
 )
@@ -24,22 +25,64 @@ func ParseTime(field, s string) (time.Time, error) {
 	if len(s) > 64 {
 		return time.Time{}, Errorf(Invalid, field, "timestamp is longer than 64 bytes")
 	}
-	// time.Parse accepts a lower-case "t" and "z", and RFC 3339 allows them;
-	// it rejects a missing offset, which is what we want: a timestamp
-	// without an offset is ambiguous and would mis-order facts.
-	// RFC 3339 allows a lower-case "t" and "z"; time.Parse does not. It
-	// does accept a decimal comma, which RFC 3339 does not.
+	// RFC 3339 allows a lower-case "t" and "z"; time.Parse does not, so the
+	// input is upper-cased. time.Parse rejects a missing offset, as it
+	// should (a timestamp without one is ambiguous and would mis-order
+	// facts), but it accepts what RFC 3339 does not: a decimal comma, and
+	// offsets up to +24:00 and minutes up to 60.
 	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
-	if err == nil && strings.Contains(s, ",") {
-		err = Errorf(Invalid, field, "decimal comma")
-	}
-	if err != nil {
-		if offsetless(s) {
-			return time.Time{}, Errorf(Invalid, field, "%q has no UTC offset; write it as RFC 3339 with Z or ±hh:mm, for example 2026-06-03T10:00:00Z", s)
+	if err == nil {
+		if strings.Contains(s, ",") {
+			return time.Time{}, Errorf(Invalid, field, "%q is not an RFC 3339 timestamp: it has a decimal comma, and RFC 3339 writes fractions of a second with a point", s)
 		}
-		return time.Time{}, Errorf(Invalid, field, "%q is not an RFC 3339 timestamp (for example 2026-06-03T10:00:00Z)", s)
+		if bad := badOffset(s); bad != "" {
+			return time.Time{}, Errorf(Invalid, field, "%q is not an RFC 3339 timestamp: its UTC offset %s is out of range (-23:59 to +23:59)", s, bad)
+		}
+		return inRange(field, t)
 	}
-	return inRange(field, t)
+	switch {
+	case offsetless(s):
+		return time.Time{}, Errorf(Invalid, field, "%q has no UTC offset; write it as RFC 3339 with Z or ±hh:mm, for example 2026-06-03T10:00:00Z", s)
+	case leapSecond(s):
+		return time.Time{}, Errorf(Invalid, field, "%q is a leap second, which sgam does not accept: its instants are UTC microseconds without leap seconds, like Unix time; write :59.999999 or the next minute", s)
+	}
+	var pe *time.ParseError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Message, ": ") {
+		// A field out of range ("day out of range"): say which.
+		return time.Time{}, Errorf(Invalid, field, "%q is not an RFC 3339 timestamp (%s); for example 2026-06-03T10:00:00Z", s, pe.Message[2:])
+	}
+	return time.Time{}, Errorf(Invalid, field, "%q is not an RFC 3339 timestamp (for example 2026-06-03T10:00:00Z)", s)
+}
+
+// badOffset returns the numeric UTC offset at the end of a parsed
+// timestamp when its hour or minute is out of RFC 3339's range, else "".
+func badOffset(s string) string {
+	if len(s) < 6 {
+		return ""
+	}
+	off := s[len(s)-6:]
+	if off[0] != '+' && off[0] != '-' || off[3] != ':' {
+		return ""
+	}
+	if off[1:3] > "23" || off[4:6] > "59" {
+		return off
+	}
+	return ""
+}
+
+// leapSecond reports whether s is a timestamp whose seconds are 60.
+func leapSecond(s string) bool {
+	i := strings.IndexAny(s, "Tt ")
+	if i < 0 || len(s) < i+9 {
+		return false
+	}
+	clock := s[i+1:]
+	if clock[2] != ':' || clock[5] != ':' || clock[6:8] != "60" {
+		return false
+	}
+	fixed := s[:i+7] + "59" + s[i+9:]
+	_, err := time.Parse(time.RFC3339Nano, strings.ToUpper(fixed))
+	return err == nil
 }
 
 // CheckTime normalizes t to UTC microseconds and rejects instants outside
