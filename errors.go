@@ -6,8 +6,8 @@ import (
 )
 
 // Code classifies an error by what the caller should do about it. The CLI,
-// and later the HTTP API and MCP server, each map codes to their own
-// signals (exit status, HTTP status) in one place.
+// the HTTP API and the MCP server each map codes to their own signals (exit
+// status, HTTP status, tool error) in one place.
 type Code string
 
 const (
@@ -76,12 +76,9 @@ func ErrorCode(err error) Code {
 	return Internal
 }
 
-// IsSetError reports whether err is Get refusing a set: an attribute of
-// cardinality many, whose members Members reads.
-func IsSetError(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Rule == "cardinality"
-}
+// ErrSet is the cause of Get's refusal of a set (an attribute of
+// cardinality many), whose members Members reads: errors.Is(err, ErrSet).
+var ErrSet = errors.New("the attribute is a set (cardinality many)")
 
 // ErrorField returns the field named by the first *Error in err's chain.
 func ErrorField(err error) string {

@@ -2,31 +2,47 @@ package sgam
 
 import (
 	"context"
+	"time"
 )
 
-// Store is a bitemporal fact ledger. Every method is scoped to a tenant and
-// never reads or writes another tenant's rows. Errors are *Error values:
-// Invalid (naming the field) for bad input, NotFound, Conflict, Unavailable;
-// a failed write leaves nothing half-written.
-type Store interface {
+// The store's capabilities come as role interfaces, so that a consumer
+// depends on what it uses: Traverse on a FactReader and Schemas, an
+// extraction worker on Episodes and FactWriter, the HTTP API on all of
+// them. Store is their union.
+//
+// A tenant-scoped method names its tenant in the value it reads or writes
+// (Key.Tenant, Episode.Tenant, the query's Tenant) or, when it takes no
+// such value, as the argument after ctx; it never reads or writes another
+// tenant's rows. Admin's methods are store-wide: they are for the operator,
+// never for a tenant's caller. Errors are *Error values: Invalid (naming the
+// field) for bad input, NotFound, Conflict, Unavailable; a failed write
+// leaves nothing half-written.
+
+// Episodes captures and reads episodes.
+type Episodes interface {
 	// AddEpisode captures an episode. An empty ID gets a generated one, a
 	// zero OccurredAt is now. Adding an identical episode again, or one with
 	// the same IdempotencyKey and content, returns the stored one; a
 	// different episode under the same ID or key is a Conflict. A placeholder
 	// (kind "unknown", created by a write that named the episode first) is
-	// filled in.
+	// filled in. A retention class must be one the tenant's schema declares.
 	AddEpisode(ctx context.Context, e Episode) (Episode, error)
 	// Episode returns one episode, or NotFound.
 	Episode(ctx context.Context, tenant, id string) (Episode, error)
 	// Episodes lists a tenant's episodes, oldest first.
 	Episodes(ctx context.Context, q EpisodeQuery) ([]Episode, error)
+}
 
+// FactWriter writes facts under the tenant's schema.
+type FactWriter interface {
 	// Assert writes a value under the rules of DESIGN 2.1: a row at the same
 	// valid_from with the same value is an idempotent repeat (NoChange), with
 	// a different value a Conflict; a row containing valid_from is retracted
 	// and re-inserted closed at valid_from, the new row taking the rest of its
 	// window; an assertion before every row ends at the next row. A source
-	// episode that does not exist is created as a placeholder.
+	// episode that does not exist is created as a placeholder. On a set
+	// attribute it adds the member, as Add. Concurrent Asserts are committed
+	// together (group commit), each answered as if it ran alone.
 	Assert(ctx context.Context, a Assertion) (WriteResult, error)
 	// Retract asserts that the key has no value from r.At on: a tombstone row
 	// under the same rules as Assert.
@@ -35,35 +51,19 @@ type Store interface {
 	// transaction time: all of them or, on the first error (its field
 	// prefixed "assertions[i]"), none.
 	AssertMany(ctx context.Context, as []Assertion) ([]WriteResult, error)
-
 	// Add adds the member a.Value to a set (an attribute of cardinality
-	// many): Assert on a set attribute. Invalid when the schema does not
-	// declare the attribute a set.
+	// many). Invalid when the schema does not declare the attribute a set.
 	Add(ctx context.Context, a Assertion) (WriteResult, error)
 	// Remove removes the member r.Value of a set from r.At on: a tombstone
 	// of that member.
 	Remove(ctx context.Context, r Retraction) (WriteResult, error)
+}
 
-	// Pending lists candidates held back from becoming facts.
-	Pending(ctx context.Context, q PendingQuery) ([]Candidate, error)
-	// Confirm makes a pending candidate a fact, from its own source and
-	// with the confirming episode linked as further evidence; a different
-	// value at the same valid_from gives way to it (retracted, kept in
-	// history). NotFound when the tenant has no such candidate.
-	Confirm(ctx context.Context, tenant, pendingID, episodeID string) (WriteResult, error)
-	// Dismiss deletes a pending candidate.
-	Dismiss(ctx context.Context, tenant, pendingID string) error
-
-	// Schema returns the schema in force (version 0: none).
-	Schema(ctx context.Context) (SchemaVersion, error)
-	// ApplySchema parses a schema file (YAML or JSON) and stores it as the
-	// next version, returning it with the diff from the one before; a file
-	// equal to the current schema stores nothing. dryRun only returns what
-	// would be stored.
-	ApplySchema(ctx context.Context, file []byte, dryRun bool) (SchemaVersion, error)
-
+// FactReader reads facts at any pair of instants.
+type FactReader interface {
 	// Get returns the value of key at (at.AsOf, at.KnownAt), or nil when the
-	// key had no value then (never asserted, or retracted).
+	// key had no value then (never asserted, or retracted). On a set it
+	// fails with an Invalid error that errors.Is ErrSet: read its Members.
 	Get(ctx context.Context, key Key, at At) (*Fact, error)
 	// Members returns the members of a set (an attribute of cardinality
 	// many) at (at.AsOf, at.KnownAt), one fact per member, ordered by member;
@@ -79,17 +79,44 @@ type Store interface {
 	// Trace returns the supersedes chain of a fact and its source episodes,
 	// or NotFound when the tenant has no such fact.
 	Trace(ctx context.Context, tenant string, factID int64) (Trace, error)
+}
 
-	// Migrate runs the migrations the schema in force declares (rename,
-	// retype, split), in order, over every tenant: values are written again
-	// as new fact versions under the new representation through the write
-	// path, and the old rows retracted in transaction time, so reads at a
-	// known_at before the migration still see the old representation. It
-	// works in transactions of opts.BatchKeys subjects: an interrupted run
-	// leaves whole subjects migrated, and running it again finishes the rest
-	// (a migrated row is never selected again).
-	Migrate(ctx context.Context, opts MigrateOptions) ([]MigrationReport, error)
+// Review settles the candidates a schema held back from becoming facts.
+type Review interface {
+	// Pending lists candidates held back from becoming facts.
+	Pending(ctx context.Context, q PendingQuery) ([]Candidate, error)
+	// Confirm makes a pending candidate a fact, from its own source and
+	// with the confirming episode linked as further evidence; a different
+	// value at the same valid_from gives way to it (retracted, kept in
+	// history). NotFound when the tenant has no such candidate.
+	Confirm(ctx context.Context, tenant, pendingID, episodeID string) (WriteResult, error)
+	// Dismiss deletes a pending candidate.
+	Dismiss(ctx context.Context, tenant, pendingID string) error
+}
 
+// Schemas are the tenants' schemas. Each tenant has its own version
+// history; a tenant that never applied one is served by the store-wide
+// default, which only the operator sets (ApplyDefaultSchema). A tenant's
+// first version of its own follows the default version it was using, so
+// its history reads the default's versions up to then, and its own after.
+type Schemas interface {
+	// Schema returns the schema in force for tenant: its own latest
+	// version, else the default's (version 0: none, every write permitted).
+	Schema(ctx context.Context, tenant string) (SchemaVersion, error)
+	// ApplySchema parses a schema file (YAML or JSON) and stores it as the
+	// tenant's next version, returning it with the diff from the one in
+	// force before; a file equal to it stores nothing. dryRun only returns
+	// what would be stored.
+	ApplySchema(ctx context.Context, tenant string, file []byte, dryRun bool) (SchemaVersion, error)
+	// Relation reports whether tenant's schema declares attribute a
+	// relation (type ref); governed is false when no schema serves the
+	// tenant, and any attribute whose values are subject ids may be
+	// followed.
+	Relation(ctx context.Context, tenant, attribute string) (ref, governed bool, err error)
+}
+
+// Lifecycle deletes a tenant's memory for real, with proof.
+type Lifecycle interface {
 	// Forget deletes, for real, what r names within its tenant: a
 	// subject's facts, an episode and the facts only it supports (mending
 	// the windows of their neighbours), or the whole tenant. It returns a
@@ -98,16 +125,39 @@ type Store interface {
 	Forget(ctx context.Context, r ForgetRequest) (Receipt, error)
 	// Receipts lists a tenant's forget and expiry receipts, oldest first.
 	Receipts(ctx context.Context, tenant string) ([]Receipt, error)
-	// Expire deletes the episodes and facts whose retention has run out at
-	// the store clock's now, with one receipt per tenant touched.
+	// SubjectDigest is the Target a receipt of forgetting subject in
+	// tenant carries: an HMAC keyed by a secret of the store, so that the
+	// operator can find the receipts of a subject while a receipt alone
+	// does not let anyone confirm a guessed subject id.
+	SubjectDigest(ctx context.Context, tenant, subject string) (string, error)
+}
+
+// Admin is the operator's: store-wide operations over every tenant.
+type Admin interface {
+	// DefaultSchema returns the store-wide default schema (version 0: none).
+	DefaultSchema(ctx context.Context) (SchemaVersion, error)
+	// ApplyDefaultSchema stores the next version of the default schema, as
+	// ApplySchema does for a tenant. It serves every tenant without a
+	// schema of its own.
+	ApplyDefaultSchema(ctx context.Context, file []byte, dryRun bool) (SchemaVersion, error)
+	// Migrate runs, for every tenant, the migrations its schema declares
+	// (rename, retype, split), in order: values are written again as new
+	// fact versions under the new representation through the write path,
+	// and the old rows retracted in transaction time, so reads at a known_at
+	// before the migration still see the old representation. It works in
+	// transactions of opts.BatchKeys subjects: an interrupted run leaves
+	// whole subjects migrated, and running it again finishes the rest (a
+	// migrated row is never selected again).
+	Migrate(ctx context.Context, opts MigrateOptions) ([]MigrationReport, error)
+	// Expire deletes the episodes and facts whose retention, under their
+	// tenant's schema, has run out at the store clock's now, with one
+	// receipt per tenant touched.
 	Expire(ctx context.Context) ([]Receipt, error)
 	// Compact reclaims the space of deleted rows so that deleted content is
 	// gone from the files too (SQLite: checkpoint and VACUUM).
 	Compact(ctx context.Context) error
-
 	// Check verifies every invariant over the whole store, all tenants.
 	Check(ctx context.Context) ([]Violation, error)
-
 	// Export streams every row of a tenant (all tenants when tenant is
 	// empty) exactly as stored, from one snapshot: episodes by tenant and id,
 	// then facts by id.
@@ -118,6 +168,24 @@ type Store interface {
 	// under a present id, or rows that would break an invariant, are a
 	// Conflict and nothing of the batch is written.
 	Import(ctx context.Context, b ImportBatch) (ImportStats, error)
+}
 
+// Store is every capability of a store.
+type Store interface {
+	Episodes
+	FactWriter
+	FactReader
+	Review
+	Schemas
+	Lifecycle
+	Admin
 	Close() error
+}
+
+// Observer is told of every store operation when it ends: its name (the
+// method, "Assert"), how long it took and its error (nil when it
+// succeeded). A store calls it from the goroutine of the call, so it must be
+// fast and safe for concurrent use.
+type Observer interface {
+	StoreOp(op string, elapsed time.Duration, err error)
 }

@@ -15,6 +15,13 @@ var (
 	maxInstant = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC) // the last microsecond
 )
 
+// MinTime is the earliest instant a store accepts: 0001-01-01T00:00:00Z.
+func MinTime() time.Time { return minInstant }
+
+// MaxTime is the latest instant a store accepts: the last microsecond of
+// year 9999.
+func MaxTime() time.Time { return maxInstant }
+
 // ParseTime parses an RFC 3339 timestamp with an explicit offset ("Z" or
 // "+02:00") and any fractional precision, and returns it in UTC truncated to
 // the microsecond. field names the input in the error.

@@ -22,10 +22,11 @@ type Hop struct {
 	Cycle bool `json:"cycle,omitempty"`
 }
 
-// RelationSchema is what a store with a schema tells Traverse: whether an
-// attribute is a relation (type ref), and whether a schema says so at all.
-type RelationSchema interface {
-	Relation(attribute string) (ref, governed bool)
+// Graph is what Traverse reads: facts, and the schemas that say which
+// attributes are relations.
+type Graph interface {
+	FactReader
+	Schemas
 }
 
 // Traverse follows relations from subject along path, one attribute per
@@ -35,7 +36,7 @@ type RelationSchema interface {
 // value must be a subject id (a JSON string, as a ref attribute holds); a
 // set fans out to every member. Subjects already reached are not expanded
 // again, so a cyclic graph ends. Hops come breadth first, in path order.
-func Traverse(ctx context.Context, st Store, clock Clock, tenant, subject string, path []string, at At) ([]Hop, error) {
+func Traverse(ctx context.Context, st Graph, clock Clock, tenant, subject string, path []string, at At) ([]Hop, error) {
 	if err := CheckTenant(tenant); err != nil {
 		return nil, err
 	}
@@ -53,11 +54,13 @@ func Traverse(ctx context.Context, st Store, clock Clock, tenant, subject string
 			return nil, err
 		}
 	}
-	if rs, ok := st.(RelationSchema); ok {
-		for i, a := range path {
-			if ref, governed := rs.Relation(a); governed && !ref {
-				return nil, Errorf(Invalid, fmt.Sprintf("path[%d]", i), "%s is not a relation: the schema does not declare it type ref", a)
-			}
+	for i, a := range path {
+		ref, governed, err := st.Relation(ctx, tenant, a)
+		if err != nil {
+			return nil, err
+		}
+		if governed && !ref {
+			return nil, Errorf(Invalid, fmt.Sprintf("path[%d]", i), "%s is not a relation: the schema does not declare it type ref", a)
 		}
 	}
 	asOf, knownAt, err := at.Resolve(clock.Now())

@@ -189,15 +189,21 @@ type MigrateOptions struct {
 
 // MigrationProgress is how far one migration has got.
 type MigrationProgress struct {
+	// Tenant is the tenant whose own schema declares the migration; empty
+	// for the store default's, run over the tenants it serves.
+	Tenant    string
 	Migration string
 	Done      int // subjects migrated so far in this run
 	Total     int // subjects that needed it when the run began
 }
 
-// MigrationReport is what Migrate did for one migration.
+// MigrationReport is what Migrate did for one migration of one schema.
 type MigrationReport struct {
-	Name string `json:"name"`
-	Kind string `json:"kind"` // rename, retype, split
+	// Tenant is the tenant whose own schema declares the migration; empty
+	// for the store default's, run over the tenants it serves.
+	Tenant string `json:"tenant,omitempty"`
+	Name   string `json:"name"`
+	Kind   string `json:"kind"` // rename, retype, split
 	// Since is the schema version that declared the migration; migrated
 	// rows carry the version in force when they were written.
 	Since    int           `json:"since"`
@@ -218,7 +224,7 @@ type ForgetRequest struct {
 
 // Receipt is the proof of a Forget or an expiry: who, when, what kind, how
 // many rows and their ids. It never holds deleted content: a forgotten
-// subject appears only as the SHA-256 of its id.
+// subject appears only as its digest (Lifecycle.SubjectDigest).
 type Receipt struct {
 	ID     string    `json:"receipt_id"`
 	Tenant string    `json:"tenant"`
@@ -226,8 +232,9 @@ type Receipt struct {
 	At     time.Time `json:"at"`
 	// Kind is "subject", "episode", "tenant" or "expire".
 	Kind string `json:"kind"`
-	// Target is the SHA-256 (hex) of a forgotten subject, a forgotten
-	// episode's id, or empty.
+	// Target is the digest of a forgotten subject (an HMAC keyed by the
+	// store's secret, see Lifecycle.SubjectDigest), a forgotten episode's
+	// id, or empty.
 	Target          string   `json:"target"`
 	FactsDeleted    int      `json:"facts_deleted"`
 	FactsMended     int      `json:"facts_mended"`   // believed neighbours re-inserted with a mended window
@@ -239,12 +246,17 @@ type Receipt struct {
 	EpisodeIDs      []string `json:"episode_ids"` // deleted episodes
 }
 
-// SchemaVersion is one applied version of the store's schema.
+// SchemaVersion is one applied version of a tenant's schema, or of the
+// store-wide default.
 type SchemaVersion struct {
-	Version   int             `json:"version"` // 0: no schema, every write permitted
-	Hash      string          `json:"hash,omitempty"`
-	AppliedAt time.Time       `json:"applied_at"`
-	Body      json.RawMessage `json:"schema,omitempty"` // canonical JSON of the schema file
+	// Tenant is the tenant whose own schema this is; empty, with
+	// StoreDefault set, for the store-wide default.
+	Tenant       string          `json:"tenant,omitempty"`
+	StoreDefault bool            `json:"store_default,omitempty"`
+	Version      int             `json:"version"` // 0: no schema, every write permitted
+	Hash         string          `json:"hash,omitempty"`
+	AppliedAt    time.Time       `json:"applied_at"`
+	Body         json.RawMessage `json:"schema,omitempty"` // canonical JSON of the schema file
 	// Diff lists the changes from the previous version (ApplySchema only).
 	Diff []string `json:"diff,omitempty"`
 }

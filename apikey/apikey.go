@@ -41,6 +41,14 @@ func (r Role) rank() int {
 	return 0
 }
 
+// withArticle is the role with its indefinite article: "a read", "an admin".
+func (r Role) withArticle() string {
+	if r != "" && strings.IndexByte("aeiou", r[0]) >= 0 {
+		return "an " + string(r)
+	}
+	return "a " + string(r)
+}
+
 // Allows reports whether a key of role r may do what needs role need.
 func (r Role) Allows(need Role) bool { return r.rank() >= need.rank() && need.rank() > 0 }
 
@@ -154,7 +162,7 @@ func Authenticate(ctx context.Context, st Store, token string) (Key, error) {
 // Require returns Forbidden unless k's role allows need.
 func Require(k Key, need Role) error {
 	if !k.Role.Allows(need) {
-		return sgam.Errorf(sgam.Forbidden, "authorization", "a %s key may not do this; it needs a %s key", k.Role, need)
+		return sgam.Errorf(sgam.Forbidden, "authorization", "%s key may not do this; it needs %s key", k.Role.withArticle(), need.withArticle())
 	}
 	return nil
 }

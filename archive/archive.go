@@ -202,6 +202,11 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return Record{}, sgam.Errorf(sgam.Invalid, "line", "is not a JSON object: %v", err)
 	}
+	// encoding/json keeps the last of a field given twice and rewrites
+	// invalid UTF-8: an export restores exactly, so refuse both.
+	if err := sgam.CheckJSON("line", raw); err != nil {
+		return Record{}, err
+	}
 	if !r.sawHeader && probe.Type != "header" {
 		return Record{}, sgam.Errorf(sgam.Invalid, "type", "the first line must be the header {\"type\":\"header\",\"format\":%q,...}", Format)
 	}

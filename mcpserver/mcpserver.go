@@ -30,9 +30,17 @@ import (
 	"github.com/sgam-dev/sgam/apikey"
 )
 
+// Store is what the tools use of a store: episodes, and facts to read and
+// write.
+type Store interface {
+	sgam.Episodes
+	sgam.FactWriter
+	sgam.FactReader
+}
+
 // Config binds a server to a store, a tenant and a role.
 type Config struct {
-	Store  sgam.Store
+	Store  Store
 	Tenant string
 	// Role decides the tools offered: read offers recall, history and
 	// trace; write and admin add remember and forget_value.
@@ -103,14 +111,21 @@ func New(cfg Config) (*mcp.Server, error) {
 
 // answer turns h's errors into tool errors a model can act on: the code,
 // the field and the rule ("invalid: valid_from: ..."), or only "internal
-// error" when the fault is ours (logged, never shown).
+// error" when the fault is ours (logged, never shown). It first refuses
+// arguments that the SDK's decoding into In would read other than as
+// written (sgam.CheckJSON: an argument or a key given twice, invalid UTF-8).
 func answer[In, Out any](log *slog.Logger, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		var zero Out
+		if args := req.Params.Arguments; len(args) > 0 {
+			if err := sgam.CheckJSON("arguments", args); err != nil {
+				return nil, zero, fmt.Errorf("%s: %w", sgam.Invalid, err)
+			}
+		}
 		res, out, err := h(ctx, req, in)
 		if err == nil {
 			return res, out, nil
 		}
-		var zero Out
 		code := sgam.ErrorCode(err)
 		if code == sgam.Internal {
 			log.LogAttrs(ctx, slog.LevelError, "mcp tool", slog.String("tool", req.Params.Name), slog.String("error", err.Error()))
@@ -154,7 +169,7 @@ recall before answering from memory; forget_value when the user says a value
 no longer holds. Cite the sources recall returns.`
 
 const (
-	rememberDoc    = `Remember a fact: subject's attribute has value from valid_from on. Quote the words it came from: the quote is stored as the fact's source episode. A later value for the same attribute closes the earlier one at its valid_from (a correction), and the earlier one stays in history. Returns the stored fact; kept=true means a stronger source already holds a value there and nothing was written; pending means the value waits for confirmation.`
+	rememberDoc    = `Remember a fact: subject's attribute has value from valid_from on. Quote the words it came from: the quote is stored as the fact's source episode. A later value for the same attribute closes the earlier one at its valid_from (a correction), and the earlier one stays in history. Returns the stored fact; kept=true means a stronger source already holds a value there and nothing was written; pending means the value waits for confirmation (and fact is null).`
 	forgetValueDoc = `Record that subject's attribute no longer has a value from at on ("I no longer prefer X"), quoting the words that say so. This is a retraction, not an erasure: history keeps the earlier value. For a set attribute, name the member in value.`
 	recallDoc      = `Recall what memory holds about a subject: one attribute, or every attribute when none is named. By default the answer is what is true now as currently believed; as_of asks what was true at an instant, known_at what memory believed at an instant. Each fact comes with its valid window and its sources (episode ids and quotes).`
 	historyDoc     = `Every recorded version of one attribute of a subject, corrections and retractions included, in the order they were written, with their valid and belief windows.`
@@ -186,7 +201,7 @@ type ForgetValueInput struct {
 
 // WriteOutput is the answer of remember and forget_value.
 type WriteOutput struct {
-	Fact      *FactView `json:"fact,omitempty" jsonschema:"the row that now holds the value (absent when pending)"`
+	Fact      *FactView `json:"fact" jsonschema:"the row that now holds the value; null when the value is held as pending"`
 	EpisodeID string    `json:"episode_id" jsonschema:"the source episode holding the quote"`
 	NoChange  bool      `json:"no_change,omitempty" jsonschema:"the same value was already stored there; the quote was added as evidence"`
 	Kept      bool      `json:"kept,omitempty" jsonschema:"a stronger source holds a different value there; nothing was written"`
@@ -258,8 +273,8 @@ type Source struct {
 	Session    string `json:"session,omitempty"`
 }
 
-func (t *tools) remember(ctx context.Context, _ *mcp.CallToolRequest, in RememberInput) (*mcp.CallToolResult, WriteOutput, error) {
-	value, err := jsonValue("value", in.Value)
+func (t *tools) remember(ctx context.Context, req *mcp.CallToolRequest, in RememberInput) (*mcp.CallToolResult, WriteOutput, error) {
+	value, err := sgam.CanonicalValue("value", rawValue(req), sgam.DefaultMaxValueBytes)
 	if err != nil {
 		return nil, WriteOutput{}, err
 	}
@@ -276,17 +291,14 @@ func (t *tools) remember(ctx context.Context, _ *mcp.CallToolRequest, in Remembe
 		return nil, WriteOutput{}, err
 	}
 	a := sgam.Assertion{Key: key, Value: value, ValidFrom: from, Source: ep.ID}
-	res, err := t.cfg.Store.Assert(ctx, a)
-	if sgam.IsSetError(err) {
-		res, err = t.cfg.Store.Add(ctx, a)
-	}
+	res, err := t.cfg.Store.Assert(ctx, a) // on a set, adds the member
 	if err != nil {
 		return nil, WriteOutput{}, err
 	}
 	return nil, t.writeOutput(ctx, ep.ID, res), nil
 }
 
-func (t *tools) forgetValue(ctx context.Context, _ *mcp.CallToolRequest, in ForgetValueInput) (*mcp.CallToolResult, WriteOutput, error) {
+func (t *tools) forgetValue(ctx context.Context, req *mcp.CallToolRequest, in ForgetValueInput) (*mcp.CallToolResult, WriteOutput, error) {
 	at, err := t.instant("at", in.At)
 	if err != nil {
 		return nil, WriteOutput{}, err
@@ -297,7 +309,7 @@ func (t *tools) forgetValue(ctx context.Context, _ *mcp.CallToolRequest, in Forg
 	}
 	var member json.RawMessage
 	if in.Value != nil {
-		if member, err = jsonValue("value", in.Value); err != nil {
+		if member, err = sgam.CanonicalValue("value", rawValue(req), sgam.DefaultMaxValueBytes); err != nil {
 			return nil, WriteOutput{}, err
 		}
 	}
@@ -374,15 +386,9 @@ func (t *tools) read(ctx context.Context, subject, attribute string, at sgam.At)
 	if attribute == "" {
 		return t.cfg.Store.State(ctx, t.cfg.Tenant, subject, at)
 	}
-	key := sgam.Key{Tenant: t.cfg.Tenant, Subject: subject, Attribute: attribute}
-	f, err := t.cfg.Store.Get(ctx, key, at)
-	if sgam.IsSetError(err) {
-		return t.cfg.Store.Members(ctx, key, at)
-	}
-	if err != nil || f == nil {
-		return nil, err
-	}
-	return []sgam.Fact{*f}, nil
+	// Members answers a set's members, and a single value as a list of
+	// zero or one.
+	return t.cfg.Store.Members(ctx, sgam.Key{Tenant: t.cfg.Tenant, Subject: subject, Attribute: attribute}, at)
 }
 
 func (t *tools) history(ctx context.Context, _ *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {
@@ -507,13 +513,15 @@ func show(t, now time.Time) string {
 	return sgam.FormatTime(t)
 }
 
-// jsonValue is a tool's JSON value in canonical form.
-func jsonValue(field string, v any) (json.RawMessage, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, sgam.Errorf(sgam.Invalid, field, "is not JSON: %v", err)
+// rawValue is a call's "value" argument as the client wrote it. The SDK
+// decodes arguments into any, which makes every number a float64:
+// 12345678901234567890 would be stored as 12345678901234567000.
+func rawValue(req *mcp.CallToolRequest) json.RawMessage {
+	var args struct {
+		Value json.RawMessage `json:"value"`
 	}
-	return sgam.CanonicalValue(field, b, sgam.DefaultMaxValueBytes)
+	json.Unmarshal(req.Params.Arguments, &args) // the SDK has decoded them already
+	return args.Value
 }
 
 // asJSON decodes stored JSON for a tool's answer.

@@ -232,7 +232,7 @@ func must[T any](v T, err error) T {
 func TestSetsAndSchema(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
-	_, err := st.ApplySchema(ctx, []byte(`
+	_, err := st.ApplyDefaultSchema(ctx, []byte(`
 attributes:
   allergies: {memory: profile, type: string, cardinality: many}
   weight: {memory: profile, type: number}
@@ -257,4 +257,75 @@ attributes:
 		"quote": "Mira: heavy."})
 	require.True(t, strings.HasPrefix(msg, "invalid: value:"), msg)
 	require.Contains(t, msg, "rule type")
+}
+
+// TestHeldWriteAnswersFactNull: a write of a sensitive attribute from a
+// source that is not user_confirmed is held pending, and remember answers
+// "fact": null beside the candidate (the output schema allows it), not a
+// zero-value fact nor a missing field.
+func TestHeldWriteAnswersFactNull(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	_, err := st.ApplyDefaultSchema(ctx, []byte("attributes:\n  diagnosis: {memory: profile, type: string, sensitive: true}\n  city: {memory: profile, type: string}\n"), false)
+	require.NoError(t, err)
+	cs := connect(t, st, "acme", apikey.Write)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "remember", Arguments: map[string]any{"subject": "mira", "attribute": "diagnosis",
+		"value": "asthma", "valid_from": "2026-06-01", "quote": "Mira: I have asthma."}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"fact":null`)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(raw, &out))
+	pending, ok := out["pending"].(map[string]any)
+	require.True(t, ok, "a candidate: %s", raw)
+	require.Equal(t, "asthma", pending["value"])
+	require.Equal(t, "sensitive", pending["reason"])
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, `"fact":null`, "the text says the same")
+
+	// A value the store keeps still answers its fact.
+	out, msg := call(t, cs, "remember", map[string]any{"subject": "mira", "attribute": "city", "value": "Oslo", "quote": "Mira: I live in Oslo."})
+	require.Empty(t, msg)
+	require.Equal(t, "Oslo", out["fact"].(map[string]any)["value"])
+}
+
+// TestArgumentsReadAsWritten: arguments the SDK would read other than as
+// written (a key given twice, in the arguments or inside a value; a lone
+// surrogate) are refused naming the argument, and write nothing.
+func TestArgumentsReadAsWritten(t *testing.T) {
+	st := openStore(t)
+	cs := connect(t, st, "acme", apikey.Write)
+	for _, c := range []struct{ args, want string }{
+		{`{"subject":"mira","attribute":"a","attribute":"b","value":1,"quote":"q"}`, "invalid: attribute: is given twice"},
+		{`{"subject":"mira","attribute":"a","value":{"x":1,"x":2},"quote":"q"}`, `invalid: value: holds the key "x" twice`},
+		{`{"subject":"mira\ud800","attribute":"a","value":1,"quote":"q"}`, "invalid: subject:"},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "remember", Arguments: json.RawMessage(c.args)})
+		require.NoError(t, err)
+		require.True(t, res.IsError, c.args)
+		require.Contains(t, res.Content[0].(*mcp.TextContent).Text, c.want, c.args)
+	}
+	n, err := st.Episodes(context.Background(), sgam.EpisodeQuery{Tenant: "acme"})
+	require.NoError(t, err)
+	require.Empty(t, n)
+}
+
+// TestNumbersAsWritten: a number is stored with the digits the client
+// wrote, not as the float64 the SDK decodes arguments into. (Answers are
+// the SDK's to encode: it decodes structured output into float64s too.)
+func TestNumbersAsWritten(t *testing.T) {
+	st := openStore(t)
+	cs := connect(t, st, "acme", apikey.Write)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "remember",
+		Arguments: json.RawMessage(`{"subject":"acct-42","attribute":"balance","value":{"cents":12345678901234567890,"rate":1.50},"quote":"q"}`)})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	key := sgam.Key{Tenant: "acme", Subject: "acct-42", Attribute: "balance"}
+	f, err := st.Get(ctx, key, sgam.At{})
+	require.NoError(t, err)
+	require.Equal(t, `{"cents":12345678901234567890,"rate":1.50}`, string(f.Value))
+	_, msg := call(t, cs, "remember", map[string]any{"subject": "acct-42", "attribute": "balance", "value": nil, "quote": "q"})
+	require.Contains(t, msg, "invalid: value: null is not a value")
 }

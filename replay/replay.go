@@ -120,6 +120,11 @@ func ParseLine(line []byte) (Op, error) {
 	if raw == nil {
 		return Op{}, sgam.Errorf(sgam.Invalid, "line", "is not a JSON object")
 	}
+	// A map keeps the last of a field given twice, and json.Unmarshal
+	// rewrites invalid UTF-8: refuse both, naming the field.
+	if err := sgam.CheckJSON("line", line); err != nil {
+		return Op{}, err
+	}
 	var op Op
 	if err := str(raw, "op", &op.Name); err != nil {
 		return op, err
@@ -275,9 +280,18 @@ type ErrorBody struct {
 	Message string    `json:"message"`
 }
 
+// Store is what a script uses of a store.
+type Store interface {
+	sgam.Episodes
+	sgam.FactWriter
+	sgam.FactReader
+	sgam.Review
+	sgam.Schemas
+}
+
 // Runner executes script lines against a store.
 type Runner struct {
-	Store sgam.Store
+	Store Store
 	// Clock is the store's transaction-time clock, set by "clock" lines.
 	Clock *sgam.ManualClock
 	// Tenant applies to lines that name none.
@@ -425,7 +439,7 @@ func (r *Runner) Exec(ctx context.Context, op Op) (Result, error) {
 		return written(w)
 	case "get":
 		f, err := r.Store.Get(ctx, key, at)
-		if sgam.IsSetError(err) {
+		if errors.Is(err, sgam.ErrSet) {
 			return facts(r.Store.Members(ctx, key, at))
 		}
 		if err != nil {
@@ -446,7 +460,7 @@ func (r *Runner) Exec(ctx context.Context, op Op) (Result, error) {
 		}
 		return Result{OK: true, Trace: &tr}, nil
 	case "schema":
-		v, err := r.Store.ApplySchema(ctx, op.Schema, false)
+		v, err := r.Store.ApplySchema(ctx, tenant, op.Schema, false)
 		if err != nil {
 			return Result{}, err
 		}

@@ -84,6 +84,9 @@ func TestBadLinesNameTheField(t *testing.T) {
 		{`{"op":"get","tenant":null,"subject":"m","attribute":"a"}`, "invalid", "tenant"},
 		{`{"op":"trace","fact_id":null}`, "invalid", "fact_id"},
 		{`{"op":"get"} {"op":"get"}`, "invalid", "line"},
+		{`{"op":"get","subject":"m","subject":"n","attribute":"a"}`, "invalid", "subject"},
+		{`{"op":"get","subject":"m\ud800","attribute":"a"}`, "invalid", "subject"},
+		{`{"op":"assert","subject":"m","attribute":"a","value":{"b":1,"b":2},"valid_from":"2026-06-02T00:00:00Z","source":"e"}`, "invalid", "value"},
 	} {
 		res := r.Line(context.Background(), []byte(c.line))
 		require.False(t, res.OK, c.line)

@@ -42,6 +42,14 @@ const maxSafeInteger = 1<<53 - 1
 func (a *Attribute) Value(raw json.RawMessage) (json.RawMessage, error) {
 	v, err := sgam.CanonicalValue("value", raw, sgam.DefaultMaxValueBytes)
 	if err != nil {
+		// Not JSON this store keeps, whatever the type: say which
+		// attribute's value it was.
+		var se *sgam.Error
+		if errors.As(err, &se) {
+			c := *se
+			c.Message = a.Name + ": " + c.Message
+			return nil, &c
+		}
 		return nil, err
 	}
 	switch a.Type {

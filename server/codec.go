@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -44,6 +45,10 @@ func writeError(w http.ResponseWriter, err error) {
 			Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}})
 		return
 	}
+	if errors.Is(err, errSlowBody) {
+		writeJSON(w, http.StatusRequestTimeout, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "body", Message: errSlowBody.Message}})
+		return
+	}
 	code := sgam.ErrorCode(err)
 	if code == sgam.Internal && errors.Is(err, context.DeadlineExceeded) {
 		err = &sgam.Error{Code: sgam.Unavailable, Message: "the request ran out of time; what it wrote before then is kept, the write in progress was rolled back", Err: err}
@@ -67,18 +72,46 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc.Encode(v)
 }
 
-// decode reads one JSON object into v, refusing unknown fields, wrong types
-// and trailing data, and naming the field at fault.
-func decode(r *http.Request, v any) error {
+// errSlowBody is a body the server's read timeout (http.Server.ReadTimeout)
+// cut off before it all arrived: the client's fault, answered 408.
+var errSlowBody = &sgam.Error{Code: sgam.Invalid, Field: "body", Message: "did not arrive in time: the server stopped waiting for the rest of it"}
+
+// readBody reads r's body. A body that does not arrive whole is the
+// client's doing (its connection stalled or broke), never a fault of
+// ours: 408 when the read timeout cut it off, 400 otherwise, and 413 (a
+// *http.MaxBytesError) over the limit.
+func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case err == nil, errors.As(err, &mbe):
+		return body, err
+	case errors.As(err, &ne) && ne.Timeout():
+		return nil, errSlowBody
+	}
+	return nil, sgam.Errorf(sgam.Invalid, "body", "could not be read to its end: %v", err)
+}
+
+// decode reads one JSON object into v, naming the field at fault. It
+// refuses what is not strict JSON first (sgam.CheckJSON: trailing data, a
+// field given twice, invalid UTF-8 or lone surrogates, which encoding/json
+// would read other than as written), then unknown fields and wrong types.
+func decode(r *http.Request, v any) error {
+	body, err := readBody(r)
 	if err != nil {
-		return err // a *http.MaxBytesError becomes 413
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return sgam.Errorf(sgam.Invalid, "body", "is empty: send a JSON object")
+	}
+	if err := sgam.CheckJSON("body", body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
 		switch {
 		case errors.As(err, &te):
 			field := te.Field
@@ -86,10 +119,6 @@ func decode(r *http.Request, v any) error {
 				field = "body"
 			}
 			return sgam.Errorf(sgam.Invalid, field, "must be a JSON %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
-		case errors.As(err, &se):
-			return sgam.Errorf(sgam.Invalid, "body", "is not valid JSON: %v (at byte %d)", se, se.Offset)
-		case errors.Is(err, io.EOF):
-			return sgam.Errorf(sgam.Invalid, "body", "is empty: send a JSON object")
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 			if name == "" || len(name) > 64 {
@@ -98,9 +127,6 @@ func decode(r *http.Request, v any) error {
 			return sgam.Errorf(sgam.Invalid, name, "is not a field of this request")
 		}
 		return sgam.Errorf(sgam.Invalid, "body", "is not a valid request: %v", err)
-	}
-	if dec.More() {
-		return sgam.Errorf(sgam.Invalid, "body", "holds more than one JSON value")
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ def op(summary, resp, params=None, body=None, role="read", secure=True, raw=None
     if params: o["parameters"] = params
     if body: o["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
     if raw: o["requestBody"] = {"required": True, "content": raw}
+    if body or raw: o["responses"]["408"] = {"$ref": "#/components/responses/Timeout"}
     return o
 def q(name, desc, t="string", fmt=None):
     s = {"type": t}
@@ -35,7 +36,7 @@ doc = {
    "Fact": {"type": "object", "properties": {"fact_id": {"type": "integer"}, "tenant": S, "subject": S, "attribute": S, "member": ANY, "value": ANY, "tombstone": {"type": "boolean"}, "valid_from": T, "valid_to": {"type": ["string","null"], "format": "date-time"}, "recorded_at": T, "retracted_at": {"type": ["string","null"], "format": "date-time"}, "supersedes": {"type": ["integer","null"]}, "sources": {"type": "array", "items": S}, "schema_version": {"type": "integer"}}},
    "Episode": {"type": "object", "properties": {"tenant": S, "episode_id": S, "session": S, "kind": S, "content": S, "occurred_at": T, "recorded_at": T, "metadata": {"type": "object"}, "idempotency_key": S, "retention": S}},
    "Candidate": {"type": "object", "properties": {"pending_id": S, "tenant": S, "subject": S, "attribute": S, "member": ANY, "value": ANY, "valid_from": T, "source": S, "reason": {"type": "string", "enum": ["review","sensitive"]}, "conflicts_with": {"type": ["integer","null"]}, "recorded_at": T, "schema_version": {"type": "integer"}}},
-   "WriteResult": {"type": "object", "properties": {"fact": ref("Fact"), "no_change": {"type": "boolean"}, "kept": {"type": "boolean"}, "pending": ref("Candidate")}},
+   "WriteResult": {"type": "object", "required": ["fact"], "properties": {"fact": {"oneOf": [ref("Fact"), {"type": "null"}], "description": "the row written; null when the value is held as pending"}, "no_change": {"type": "boolean"}, "kept": {"type": "boolean"}, "pending": ref("Candidate")}},
    "Facts": obj({"facts": {"type": "array", "items": ref("Fact")}}),
    "Trace": {"type": "object", "properties": {"chain": {"type": "array", "items": ref("Fact")}, "episodes": {"type": "array", "items": ref("Episode")}}},
    "Receipt": {"type": "object", "properties": {"receipt_id": S, "tenant": S, "actor": S, "at": T, "kind": S, "target": S, "facts_deleted": {"type": "integer"}, "facts_mended": {"type": "integer"}, "links_removed": {"type": "integer"}, "facts_retained": {"type": "integer"}, "episodes_deleted": {"type": "integer"}, "pending_deleted": {"type": "integer"}, "fact_ids": {"type": "array", "items": {"type": "integer"}}, "episode_ids": {"type": "array", "items": S}}},
@@ -46,7 +47,7 @@ doc = {
    "RetractRequest": obj({"subject": S, "attribute": S, "at": T, "source": S, "value": ANY}, ["subject","attribute","at","source"]),
    "EpisodeRequest": obj({"episode_id": S, "session": S, "kind": S, "content": S, "occurred_at": T, "metadata": {"type": ["object","null"]}, "idempotency_key": S, "retention": S}),
   },
-  "responses": {n: {"description": d, "content": {"application/json": {"schema": ref("Error")}}} for n, d in [("Invalid","bad input; field names it"),("Unauthenticated","missing, unknown, malformed or revoked key"),("Forbidden","the key's role may not do this"),("NotFound","the tenant has no such thing"),("Conflict","contradicts what is stored; nothing written"),("TooLarge","body over the limit"),("TooMany","the key's rate limit is spent; see Retry-After"),("Internal","internal error"),("Unavailable","the store cannot serve now")]},
+  "responses": {n: {"description": d, "content": {"application/json": {"schema": ref("Error")}}} for n, d in [("Invalid","bad input; field names it"),("Unauthenticated","missing, unknown, malformed or revoked key"),("Forbidden","the key's role may not do this"),("NotFound","the tenant has no such thing"),("Conflict","contradicts what is stored; nothing written"),("TooLarge","body over the limit"),("Timeout","the body did not arrive within the server's read timeout (field body)"),("TooMany","the key's rate limit is spent; see Retry-After"),("Internal","internal error"),("Unavailable","the store cannot serve now")]},
  },
  "paths": {
   "/healthz": {"get": op("Liveness", ok(ref("Ok")), secure=False)},

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
-	"io"
+	"errors"
+	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -31,7 +33,7 @@ func (s *Server) register() {
 		return map[string]bool{"ok": true}, nil
 	})
 	s.route("GET /readyz", "", func(w http.ResponseWriter, r *http.Request, _ caller) (any, error) {
-		if _, err := s.cfg.Store.Schema(r.Context()); err != nil {
+		if _, err := s.cfg.Store.DefaultSchema(r.Context()); err != nil {
 			return nil, &sgam.Error{Code: sgam.Unavailable, Message: "the store is not reachable", Err: err}
 		}
 		return map[string]bool{"ok": true}, nil
@@ -67,6 +69,31 @@ func (s *Server) register() {
 	})
 	s.moreRoutes()
 	s.mountMCP()
+	s.methodNotAllowed()
+}
+
+// methodNotAllowed answers a method that a path does not serve with 405,
+// the Allow header and the JSON error body: the mux's own answer is
+// text/plain. A pattern without a method is less specific than those with
+// one, so it only catches the methods no route takes.
+func (s *Server) methodNotAllowed() {
+	methods := map[string][]string{}
+	for pattern := range s.routes {
+		method, path, _ := strings.Cut(pattern, " ")
+		methods[path] = append(methods[path], method)
+		if method == http.MethodGet {
+			methods[path] = append(methods[path], http.MethodHead) // a GET pattern serves HEAD too
+		}
+	}
+	for path, allowed := range methods {
+		sort.Strings(allowed)
+		allow := strings.Join(allowed, ", ")
+		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "method",
+				Message: fmt.Sprintf("%s is not a method of %s; it takes %s", r.Method, path, allow)}})
+		})
+	}
 }
 
 func (s *Server) key(r *http.Request, c caller) sgam.Key {
@@ -139,7 +166,7 @@ func (s *Server) assert(w http.ResponseWriter, r *http.Request, c caller) (any, 
 	if err != nil {
 		return nil, err
 	}
-	return s.asserts.assert(r.Context(), a)
+	return s.cfg.Store.Assert(r.Context(), a)
 }
 
 // RetractRequest is the body of POST /v1/facts/retract.
@@ -176,7 +203,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c caller) (any, err
 		return nil, err
 	}
 	f, err := s.cfg.Store.Get(r.Context(), s.key(r, c), a)
-	if sgam.IsSetError(err) {
+	if errors.Is(err, sgam.ErrSet) {
 		members, err := s.cfg.Store.Members(r.Context(), s.key(r, c), a)
 		return map[string]any{"facts": members}, err
 	}
@@ -251,11 +278,13 @@ func (s *Server) moreRoutes() {
 		return map[string]any{"receipts": rs}, err
 	})
 
+	// A key reads and applies its own tenant's schema; the store-wide
+	// default is the operator's, set only through the CLI.
 	s.route("GET /v1/schema", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
-		return s.cfg.Store.Schema(r.Context())
+		return s.cfg.Store.Schema(r.Context(), c.tenant)
 	})
 	s.route("POST /v1/schema", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
-		body, err := io.ReadAll(r.Body)
+		body, err := readBody(r)
 		if err != nil {
 			return nil, err
 		}
@@ -263,11 +292,11 @@ func (s *Server) moreRoutes() {
 		if dry != "" && dry != "true" && dry != "false" {
 			return nil, sgam.Errorf(sgam.Invalid, "dry_run", "must be true or false")
 		}
-		return s.cfg.Store.ApplySchema(r.Context(), body, dry == "true")
+		return s.cfg.Store.ApplySchema(r.Context(), c.tenant, body, dry == "true")
 	})
 
 	s.route("POST /v1/replay", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
-		body, err := io.ReadAll(r.Body)
+		body, err := readBody(r)
 		if err != nil {
 			return nil, err
 		}

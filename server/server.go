@@ -41,26 +41,23 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// ExpireEvery is the period of RunExpiry; 0 turns it off.
 	ExpireEvery time.Duration
-	Logger      *slog.Logger
-	Clock       sgam.Clock
+	// Metrics are the collectors /metrics serves; nil makes new ones. Give
+	// the store the same as its Observer to see its operations there.
+	Metrics *Metrics
+	Logger  *slog.Logger
+	Clock   sgam.Clock
 }
 
 // Server is the HTTP API.
 type Server struct {
-	// cfg.Store is the configured store wrapped to time every call
-	// (instrumented): handlers use it.
 	cfg Config
-	// raw is the store as configured: ask it, not cfg.Store, for optional
-	// interfaces (Retries, OpenConns, ...).
-	raw sgam.Store
 	mux *http.ServeMux
 	// routes maps each registered pattern ("GET /v1/schema") to the role it
 	// needs ("" for none): what the OpenAPI document must say.
 	routes  map[string]apikey.Role
 	limits  *limiters
 	keys    *keyCache // nil: off
-	asserts *asserter
-	metrics *metrics
+	metrics *Metrics
 }
 
 // New returns the API's handler.
@@ -92,10 +89,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ExpireEvery < 0 {
 		return nil, errors.New("server: negative ExpireEvery")
 	}
-	s := &Server{cfg: cfg, raw: cfg.Store, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
-		limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: newMetrics(cfg.Store)}
-	s.cfg.Store = instrument(cfg.Store, s.metrics.storeOps)
-	s.asserts = &asserter{st: s.cfg.Store}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
+		limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: cfg.Metrics}
+	s.metrics.watch(cfg.Store)
 	s.register()
 	return s, nil
 }
@@ -111,7 +110,7 @@ type caller struct {
 // or the status it sets with created) or an error.
 type handler func(w http.ResponseWriter, r *http.Request, c caller) (any, error)
 
-// route registers pattern, needing role need (0: no key at all).
+// route registers pattern, needing role need ("": no key at all).
 func (s *Server) route(pattern string, need apikey.Role, h handler) {
 	s.routes[pattern] = need
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -160,8 +159,9 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 	if s.cfg.Dev {
 		return caller{tenant: s.cfg.DevTenant, role: apikey.Admin}, nil
 	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	// The scheme is case-insensitive (RFC 9110, 11.1): "bearer" is Bearer.
+	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
 		return caller{}, sgam.Errorf(sgam.Unauthenticated, "authorization", "send the API key as 'Authorization: Bearer sgam_...'")
 	}
 	token = strings.TrimSpace(token)
@@ -178,7 +178,8 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 }
 
 // ServeHTTP serves the API with a request id, a timeout and a log line per
-// request that names the key by its id, never its secret.
+// request. The line names the route, never the caller's path: paths hold
+// subject and episode ids, which must not outlive a forget in the log.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := r.Header.Get("X-Request-Id")
@@ -199,7 +200,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.observe(route, rec.status, time.Since(start))
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("request_id", id), slog.String("method", r.Method),
-		slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
+		slog.String("route", route), slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
 }
 
 type statusRecorder struct {

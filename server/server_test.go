@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,9 +36,18 @@ type testStore interface {
 	apikey.Store
 }
 
-// opener opens an empty store for t, closed when t ends; clock may be nil
-// (the store's default clock).
-type opener func(t *testing.T, clock sgam.Clock) testStore
+// opener opens an empty store for t, closed when t ends, its operations
+// observed by m; clock and m may be nil (the store's default clock, no
+// observer).
+type opener func(t *testing.T, clock sgam.Clock, m *server.Metrics) testStore
+
+// observer is m as a store's Observer (nil stays nil).
+func observer(m *server.Metrics) sgam.Observer {
+	if m == nil {
+		return nil
+	}
+	return m
+}
 
 // stores are the stores every API test runs on, each as a subtest. Without
 // PostgreSQL the postgres subtests skip loudly, and fail in CI (pgtest).
@@ -44,14 +55,14 @@ var stores = []struct {
 	name string
 	open opener
 }{
-	{"sqlite", func(t *testing.T, clock sgam.Clock) testStore {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{Clock: clock})
+	{"sqlite", func(t *testing.T, clock sgam.Clock, m *server.Metrics) testStore {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{Clock: clock, Observer: observer(m)})
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s
 	}},
-	{"postgres", func(t *testing.T, clock sgam.Clock) testStore {
-		s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{Clock: clock})
+	{"postgres", func(t *testing.T, clock sgam.Clock, m *server.Metrics) testStore {
+		s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{Clock: clock, Observer: observer(m)})
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s
@@ -80,7 +91,8 @@ func newEnv(t *testing.T, open opener) *env { return newEnvWith(t, open, nil, ni
 // server, when not nil) with four keys, configured further by configure.
 func newEnvWith(t *testing.T, open opener, clock sgam.Clock, configure func(*server.Config)) *env {
 	ctx := context.Background()
-	s := open(t, clock)
+	m := server.NewMetrics()
+	s := open(t, clock, m)
 	e := &env{t: t, store: s, logs: &bytes.Buffer{}, keys: map[string]string{}}
 	for _, k := range []struct {
 		name, tenant string
@@ -93,7 +105,7 @@ func newEnvWith(t *testing.T, open opener, clock sgam.Clock, configure func(*ser
 			require.NoError(t, s.RevokeKey(ctx, "acme", key.ID, time.Now()))
 		}
 	}
-	cfg := server.Config{Store: s, Keys: s, MaxBodyBytes: 4096, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Clock: clock}
+	cfg := server.Config{Store: s, Keys: s, MaxBodyBytes: 4096, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Clock: clock, Metrics: m}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -253,6 +265,17 @@ func testAuth(t *testing.T, open opener) {
 	require.Equal(t, 200, st)
 	st, _ = e.do("GET", "/readyz", "", "")
 	require.Equal(t, 200, st)
+	// The scheme is case-insensitive (RFC 9110).
+	for _, scheme := range []string{"bearer", "BEARER", "beaRer"} {
+		st, body := e.do("GET", "/v1/episodes", "raw:"+scheme+" "+e.keys["acme-read"], "")
+		require.Equal(t, 200, st, "%s: %v", scheme, body)
+	}
+	st, body := e.do("POST", "/v1/facts", "acme-read", write)
+	require.Equal(t, 403, st)
+	require.Contains(t, body["error"].(map[string]any)["message"], "a read key may not do this; it needs a write key")
+	st, body = e.do("POST", "/v1/forget", "acme-write", `{"subject":"mira"}`)
+	require.Equal(t, 403, st)
+	require.Contains(t, body["error"].(map[string]any)["message"], "it needs an admin key")
 	e.requireNoKeysInLogs()
 }
 
@@ -275,6 +298,14 @@ func testBadInput(t *testing.T, open opener) {
 		{"oversized", "/v1/episodes", `{"content":"` + strings.Repeat("x", 5000) + `"}`, 413, "body"},
 		{"bad episode time", "/v1/episodes", `{"occurred_at":"yesterday"}`, 400, "occurred_at"},
 		{"bad retraction", "/v1/facts/retract", `{"subject":"mira","attribute":"city","at":"","source":"e1"}`, 400, "at"},
+		{"field given twice", "/v1/facts", `{"subject":"mira","attribute":"b","attribute":"c","value":"Oslo","valid_from":"2026-06-01T09:00:00Z","source":"e1"}`, 400, "attribute"},
+		{"key given twice in the value", "/v1/facts", `{"subject":"mira","attribute":"city","value":{"a":1,"a":2},"valid_from":"2026-06-01T09:00:00Z","source":"e1"}`, 400, "value"},
+		{"lone surrogate", "/v1/facts", `{"subject":"mi\ud800ra","attribute":"city","value":"Oslo","valid_from":"2026-06-01T09:00:00Z","source":"e1"}`, 400, "subject"},
+		{"invalid UTF-8", "/v1/episodes", "{\"content\":\"caf\xe9\"}", 400, "content"},
+		{"invalid UTF-8 in a key", "/v1/episodes", "{\"caf\xe9\":1}", 400, "body"},
+		{"number out of range", "/v1/facts", `{"subject":"mira","attribute":"city","value":-1e400,"valid_from":"2026-06-01T09:00:00Z","source":"e1"}`, 400, "value"},
+		{"value too deep", "/v1/facts", `{"subject":"mira","attribute":"city","value":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `,"valid_from":"2026-06-01T09:00:00Z","source":"e1"}`, 400, "value"},
+		{"metadata key given twice", "/v1/episodes", `{"content":"hi","metadata":{"a":1,"a":2}}`, 400, "metadata"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st, body := e.on(t).do("POST", c.path, "acme-write", c.body)
@@ -405,12 +436,13 @@ func TestRateLimitAndMetrics(t *testing.T) { eachStore(t, testRateLimitAndMetric
 
 func testRateLimitAndMetrics(t *testing.T, open opener) {
 	ctx := context.Background()
-	s := open(t, nil)
+	m := server.NewMetrics()
+	s := open(t, nil, m)
 	token, _, err := apikey.Create(ctx, s, "acme", apikey.Read, "", time.Now())
 	require.NoError(t, err)
 	other, _, err := apikey.Create(ctx, s, "acme", apikey.Read, "", time.Now())
 	require.NoError(t, err)
-	h, err := server.New(server.Config{Store: s, Keys: s, RateLimit: 1})
+	h, err := server.New(server.Config{Store: s, Keys: s, RateLimit: 1, Metrics: m})
 	require.NoError(t, err)
 	get := func(path, key string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", path, nil)
@@ -431,15 +463,15 @@ func testRateLimitAndMetrics(t *testing.T, open opener) {
 
 	w = get("/metrics", "")
 	require.Equal(t, 200, w.Code)
-	m := w.Body.String()
-	require.Contains(t, m, `sgam_http_requests_total{route="GET /v1/episodes",status="429"} 1`)
-	require.Contains(t, m, `sgam_http_request_duration_seconds_bucket{route="GET /v1/episodes",status="200"`)
-	require.Contains(t, m, "sgam_store_open_connections")
+	body := w.Body.String()
+	require.Contains(t, body, `sgam_http_requests_total{route="GET /v1/episodes",status="429"} 1`)
+	require.Contains(t, body, `sgam_http_request_duration_seconds_bucket{route="GET /v1/episodes",status="200"`)
+	require.Contains(t, body, "sgam_store_open_connections")
 	if _, ok := s.(interface{ Retries() int64 }); ok {
-		require.Contains(t, m, "sgam_store_retries_total", "optional interfaces are asked of the store, not of its instrumented wrapper")
+		require.Contains(t, body, "sgam_store_retries_total", "optional interfaces are asked of the store")
 	}
-	require.Contains(t, m, `sgam_store_operation_duration_seconds_count{operation="Episodes",outcome="ok"} 3`, "the 429 reached no store")
-	require.NotContains(t, m, token)
+	require.Contains(t, body, `sgam_store_operation_duration_seconds_count{operation="Episodes",outcome="ok"} 3`, "the 429 reached no store")
+	require.NotContains(t, body, token)
 }
 
 // TestStoreOperationMetrics: after a few requests, /metrics has the latency
@@ -472,7 +504,7 @@ func testStoreOperationMetrics(t *testing.T, open opener) {
 		`sgam_store_operation_duration_seconds_count{operation="Get",outcome="ok"} 1`,
 		`sgam_store_operation_duration_seconds_count{operation="State",outcome="ok"} 1`,
 		`sgam_store_operation_duration_seconds_count{operation="Episode",outcome="error"} 1`,
-		`sgam_store_operation_duration_seconds_count{operation="Schema",outcome="ok"} 1`,
+		`sgam_store_operation_duration_seconds_count{operation="DefaultSchema",outcome="ok"} 1`,
 		`sgam_store_operation_duration_seconds_bucket{operation="Get",outcome="ok",le="+Inf"} 1`,
 		`sgam_store_operation_duration_seconds_count{operation="Forget",outcome="ok"} 0`,
 	} {
@@ -609,4 +641,200 @@ func TestTimeout(t *testing.T) {
 	v, err := e.store.Check(context.Background())
 	require.NoError(t, err)
 	require.Empty(t, v)
+}
+
+// raw sends a request with key (as in do) and returns the response, its
+// body read.
+func (e *env) raw(method, path, key, body string) (*http.Response, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	require.NoError(e.t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+e.keys[key])
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(e.t, err)
+	return res, string(b)
+}
+
+func TestHeldWriteAnswersFactNull(t *testing.T) { eachStore(t, testHeldWriteAnswersFactNull) }
+
+// testHeldWriteAnswersFactNull: a write of a sensitive attribute from a
+// source that is not user_confirmed is held pending and answers
+// "fact":null beside the candidate, not a zero-value fact.
+func testHeldWriteAnswersFactNull(t *testing.T, open opener) {
+	e := newEnv(t, open)
+	st, body := e.do("POST", "/v1/schema", "globex-admin", "attributes:\n  diagnosis: {memory: profile, type: string, sensitive: true}\n")
+	require.Equal(t, 200, st, "%v", body)
+	for _, path := range []string{"/v1/facts", "/v1/sets/add"} {
+		if path == "/v1/sets/add" {
+			st, body = e.do("POST", "/v1/schema", "globex-admin", "attributes:\n  diagnosis: {memory: profile, type: string, sensitive: true}\n  allergies: {memory: profile, type: string, cardinality: many, sensitive: true}\n")
+			require.Equal(t, 200, st, "%v", body)
+		}
+		attr := map[string]string{"/v1/facts": "diagnosis", "/v1/sets/add": "allergies"}[path]
+		res, raw := e.raw("POST", path, "globex-admin", `{"subject":"mira","attribute":"`+attr+`","value":"asthma","valid_from":"2026-06-01T09:00:00Z","source":"e1"}`)
+		require.Equal(t, 200, res.StatusCode, raw)
+		require.Contains(t, raw, `"fact":null`, path)
+		var out map[string]any
+		require.NoError(t, json.Unmarshal([]byte(raw), &out))
+		pending, ok := out["pending"].(map[string]any)
+		require.True(t, ok, "a candidate: %s", raw)
+		require.Equal(t, "asthma", pending["value"])
+		require.Equal(t, "sensitive", pending["reason"])
+		require.Equal(t, attr, pending["attribute"])
+	}
+}
+
+// TestSlowBody: a body the server's read timeout cuts off answers 408
+// naming the body, and is logged as the client's doing, not as an
+// internal error.
+func TestSlowBody(t *testing.T) {
+	logs := &bytes.Buffer{}
+	s := stores[0].open(t, nil, nil)
+	h, err := server.New(server.Config{Store: s, Keys: s, Dev: true, DevTenant: "acme", Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	require.NoError(t, err)
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ReadTimeout = 300 * time.Millisecond
+	ts.Start()
+	defer ts.Close()
+	for _, path := range []string{"/v1/facts", "/v1/replay", "/v1/schema"} {
+		conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+		require.NoError(t, err)
+		body := `{"subject":"mira","attribute":"city","value":"Oslo",`
+		_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, 2*len(body), body)
+		require.NoError(t, err)
+		// ... and the rest never comes.
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, path)
+		raw, _ := io.ReadAll(res.Body)
+		conn.Close()
+		require.Equal(t, http.StatusRequestTimeout, res.StatusCode, "%s: %s", path, raw)
+		require.Equal(t, "application/json", res.Header.Get("Content-Type"))
+		var eb server.ErrorBody
+		require.NoError(t, json.Unmarshal(raw, &eb), "%s", raw)
+		require.Equal(t, sgam.Invalid, eb.Error.Code)
+		require.Equal(t, "body", eb.Error.Field)
+	}
+	require.NotContains(t, logs.String(), "internal error")
+	require.Contains(t, logs.String(), `"status":408`)
+}
+
+// TestRequestLogNamesRoutes: the request log names the route, never the
+// caller's path, so a subject id does not outlive its forget in the log.
+func TestRequestLogNamesRoutes(t *testing.T) {
+	e := newEnv(t, stores[0].open)
+	const subject = "zed-who-asked-to-be-forgotten"
+	st, body := e.do("POST", "/v1/facts", "acme-write", `{"subject":"`+subject+`","attribute":"city","value":"Oslo","valid_from":"2026-06-01T09:00:00Z","source":"ep-`+subject+`"}`)
+	require.Equal(t, 200, st, "%v", body)
+	for _, path := range []string{"/v1/subjects/" + subject, "/v1/subjects/" + subject + "/attributes/city", "/v1/subjects/" + subject + "/attributes/city/history",
+		"/v1/subjects/" + subject + "/traverse?path=city", "/v1/episodes/ep-" + subject, "/v1/pending?subject=" + subject} {
+		st, body := e.do("GET", path, "acme-read", "")
+		require.Equal(t, 200, st, "%s: %v", path, body)
+	}
+	res, _ := e.raw("GET", "/v1/nothing/"+subject, "acme-read", "")
+	require.Equal(t, 404, res.StatusCode)
+	res, _ = e.raw("DELETE", "/v1/subjects/"+subject, "acme-read", "")
+	require.Equal(t, 405, res.StatusCode)
+	st, body = e.do("POST", "/v1/forget", "globex-admin", `{"subject":"`+subject+`"}`)
+	require.Equal(t, 200, st, "%v", body)
+	logs := e.logs.String()
+	require.NotContains(t, logs, subject)
+	require.NotContains(t, logs, "Oslo")
+	require.Contains(t, logs, `"route":"GET /v1/subjects/{subject}/attributes/{attribute}"`)
+	require.Contains(t, logs, `"route":"/v1/subjects/{subject}","status":405`)
+	require.Contains(t, logs, `"route":"unmatched","status":404`)
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var l map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &l))
+		if l["msg"] == "request" {
+			require.NotEmpty(t, l["request_id"])
+			require.NotEmpty(t, l["method"])
+			require.NotEmpty(t, l["status"])
+			require.NotEmpty(t, l["duration"])
+			require.NotContains(t, l, "path")
+		}
+	}
+}
+
+// TestMethodNotAllowed: a method a route does not take answers 405 with
+// the Allow header and the JSON error body.
+func TestMethodNotAllowed(t *testing.T) {
+	e := newEnv(t, stores[0].open)
+	for _, c := range []struct{ method, path, allow string }{
+		{"GET", "/v1/facts", "POST"},
+		{"DELETE", "/v1/episodes/e1", "GET, HEAD"},
+		{"PUT", "/v1/episodes", "GET, HEAD, POST"},
+		{"POST", "/healthz", "GET, HEAD"},
+		{"GET", "/mcp", "POST"},
+	} {
+		res, raw := e.raw(c.method, c.path, "acme-write", "")
+		require.Equal(t, http.StatusMethodNotAllowed, res.StatusCode, "%s %s: %s", c.method, c.path, raw)
+		require.Equal(t, c.allow, res.Header.Get("Allow"), "%s %s", c.method, c.path)
+		require.Equal(t, "application/json", res.Header.Get("Content-Type"))
+		var eb server.ErrorBody
+		require.NoError(t, json.Unmarshal([]byte(raw), &eb), raw)
+		require.Equal(t, sgam.Invalid, eb.Error.Code)
+		require.Equal(t, "method", eb.Error.Field)
+		require.Contains(t, eb.Error.Message, c.method)
+	}
+	res, _ := e.raw("HEAD", "/healthz", "", "")
+	require.Equal(t, 200, res.StatusCode, "a GET route serves HEAD")
+}
+
+// TestSchemasPerTenant: an admin key applies and reads its own tenant's
+// schema only. Another tenant's writes, reads and expiry are not governed
+// by it, and the store-wide default is not reachable over HTTP. (A schema
+// applied by one tenant's admin key used to replace the whole store's.)
+func TestSchemasPerTenant(t *testing.T) { eachStore(t, testSchemasPerTenant) }
+
+func testSchemasPerTenant(t *testing.T, open opener) {
+	clock := &sgam.ManualClock{}
+	clock.Set(time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC))
+	e := newEnvWith(t, open, clock, nil)
+	const globex = "retention:\n  short: 1h\nepisode_retention: short\nattributes:\n  nickname: {memory: profile, type: string}\n"
+	st, body := e.do("POST", "/v1/schema", "globex-admin", globex)
+	require.Equal(t, 200, st, "%v", body)
+	require.Equal(t, "globex", body["tenant"])
+	require.Nil(t, body["store_default"])
+
+	// acme has no schema: its writes are not held to globex's.
+	for _, req := range []struct{ path, body string }{
+		{"/v1/episodes", `{"episode_id":"e1","content":"Mira Lind, passport holder."}`},
+		{"/v1/facts", `{"subject":"mira","attribute":"full_name","value":"Mira Lind","valid_from":"2026-06-01T09:00:00Z","source":"e1"}`},
+	} {
+		st, body = e.do("POST", req.path, "acme-write", req.body)
+		require.Equal(t, 200, st, "%s: %v", req.body, body)
+	}
+	st, body = e.do("POST", "/v1/facts", "globex-admin", `{"subject":"mira","attribute":"full_name","value":"Mira G","valid_from":"2026-06-01T09:00:00Z","source":"g1"}`)
+	require.Equal(t, 400, st, "globex's own schema governs globex: %v", body)
+
+	// Each key reads its own tenant's schema; acme sees none, not globex's.
+	st, body = e.do("GET", "/v1/schema", "acme-read", "")
+	require.Equal(t, 200, st)
+	require.Equal(t, float64(0), body["version"])
+	require.Nil(t, body["schema"])
+	st, body = e.do("GET", "/v1/schema", "globex-admin", "")
+	require.Equal(t, 200, st)
+	require.Equal(t, "globex", body["tenant"])
+	require.Contains(t, fmt.Sprint(body["schema"]), "nickname")
+
+	// globex's retention class expires globex's episodes only.
+	st, _ = e.do("POST", "/v1/episodes", "globex-admin", `{"episode_id":"g2","content":"hello"}`)
+	require.Equal(t, 200, st)
+	clock.Set(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	rcs, err := e.store.Expire(context.Background())
+	require.NoError(t, err)
+	require.Len(t, rcs, 1)
+	require.Equal(t, "globex", rcs[0].Tenant)
+	st, _ = e.do("GET", "/v1/episodes/e1", "acme-read", "")
+	require.Equal(t, 200, st, "acme's episode survives globex's retention")
+	st, body = e.do("GET", "/v1/subjects/mira/attributes/full_name", "acme-read", "")
+	require.Equal(t, 200, st)
+	require.NotNil(t, body["fact"], "and so does its fact")
+	st, _ = e.do("GET", "/v1/episodes/g2", "globex-admin", "")
+	require.Equal(t, 404, st)
 }

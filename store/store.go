@@ -24,13 +24,15 @@ type Options struct {
 	Limits sgam.Limits
 	// MustExist makes Open fail with NotFound rather than create a store.
 	MustExist bool
+	// Observer, when set, is told of every store operation.
+	Observer sgam.Observer
 }
 
 // Open opens the store named by dsn: a postgres:// URL, or a file path
 // (created if missing, unless MustExist) for the embedded SQLite store.
 func Open(ctx context.Context, dsn string, opts Options) (sgam.Store, error) {
 	if IsPostgres(dsn) {
-		return postgres.Open(ctx, dsn, postgres.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist})
+		return postgres.Open(ctx, dsn, postgres.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist, Observer: opts.Observer})
 	}
-	return sqlite.Open(ctx, dsn, sqlite.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist})
+	return sqlite.Open(ctx, dsn, sqlite.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist, Observer: opts.Observer})
 }

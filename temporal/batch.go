@@ -72,7 +72,7 @@ func NewKeyLedger(believed []Row) *KeyLedger {
 // Apply plans op with source at transaction instant tx and records the
 // result. nextID allocates row ids. On error (a *ConflictError) the ledger
 // must be discarded with the rest of the transaction.
-func (l *KeyLedger) Apply(op Op, source string, tx Instant, nextID func() int64) (Outcome, error) {
+func (l *KeyLedger) Apply(op Op, source string, tx int64, nextID func() int64) (Outcome, error) {
 	plan, err := PlanWrite(l.believed, op)
 	if err != nil {
 		return Outcome{}, err
@@ -129,7 +129,7 @@ func (l *KeyLedger) Apply(op Op, source string, tx Instant, nextID func() int64)
 // retyping a value): the row is retracted and inserted again over the same
 // window with value and version, keeping its source, actor and evidence,
 // superseding it. Rows are not re-planned: the window does not change.
-func (l *KeyLedger) Rewrite(id int64, value []byte, version int, tx Instant, nextID func() int64) (Outcome, error) {
+func (l *KeyLedger) Rewrite(id int64, value []byte, version int, tx int64, nextID func() int64) (Outcome, error) {
 	i, ok := l.at[id]
 	if !ok {
 		return Outcome{}, fmt.Errorf("rewrite: fact %d is not believed", id)
@@ -156,7 +156,7 @@ func (l *KeyLedger) Rewrite(id int64, value []byte, version int, tx Instant, nex
 
 // RetractAll retracts every believed row of the key (a schema migration
 // moving the key's values to another attribute). It inserts nothing.
-func (l *KeyLedger) RetractAll(tx Instant) {
+func (l *KeyLedger) RetractAll(tx int64) {
 	for len(l.believed) > 0 {
 		l.retract(l.believed[0].ID, tx)
 	}
@@ -170,7 +170,7 @@ func (l *KeyLedger) believe(r Row) {
 // Row returns a row inserted by this ledger, or nil.
 func (l *KeyLedger) Row(id int64) *Inserted { return l.byID[id] }
 
-func (l *KeyLedger) retract(id int64, tx Instant) {
+func (l *KeyLedger) retract(id int64, tx int64) {
 	// Swap-remove: believed has no order, and a migration retracts many
 	// rows of one key.
 	if i, ok := l.at[id]; ok {

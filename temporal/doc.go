@@ -1,8 +1,10 @@
 // Package temporal holds sgam's temporal rules as pure functions, once, for
 // every store: the write plan (rows to retract, rows to insert, or a
 // conflict) for an assertion or retraction against a key's believed rows,
-// the read rule (which row answers a question at valid time V and
-// transaction time K), and the invariants a key's rows must keep.
+// and the invariants a key's rows must keep. It also states the read rule
+// (Resolve: which row answers a question at valid time V and transaction
+// time K), which the stores answer in their own SQL and the property tests
+// hold them to.
 //
 // Instants are int64 microseconds since the Unix epoch, UTC, as the stores
 // keep them; Open marks an open end.

@@ -7,20 +7,17 @@ import (
 	"sort"
 )
 
-// Instant is a point in time as UTC microseconds since the Unix epoch.
-type Instant = int64
-
 // Open is the end of an open window (valid_to or retracted_at not set).
-const Open Instant = math.MaxInt64
+const Open int64 = math.MaxInt64
 
 // Row is one stored fact row of a key, as the rules see it.
 type Row struct {
 	ID          int64
-	ValidFrom   Instant
-	ValidTo     Instant // Open when the row is open
-	Value       []byte  // canonical JSON; nil for a tombstone
-	RecordedAt  Instant
-	RetractedAt Instant // Open while the row is believed
+	ValidFrom   int64
+	ValidTo     int64  // Open when the row is open
+	Value       []byte // canonical JSON; nil for a tombstone
+	RecordedAt  int64
+	RetractedAt int64 // Open while the row is believed
 	// Source is the episode that asserted the row, and Corroborated tells
 	// whether other episodes were linked to it later. The rules ignore
 	// both; KeyLedger carries them to shortened copies.
@@ -38,16 +35,16 @@ type Row struct {
 func (r Row) Tombstone() bool { return r.Value == nil }
 
 // Contains reports whether valid instant v is inside the row's valid window.
-func (r Row) Contains(v Instant) bool { return r.ValidFrom <= v && v < r.ValidTo }
+func (r Row) Contains(v int64) bool { return r.ValidFrom <= v && v < r.ValidTo }
 
 // BelievedAt reports whether the store believed the row at transaction
 // instant k.
-func (r Row) BelievedAt(k Instant) bool { return r.RecordedAt <= k && k < r.RetractedAt }
+func (r Row) BelievedAt(k int64) bool { return r.RecordedAt <= k && k < r.RetractedAt }
 
 // Op is an incoming assertion (Value set) or retraction (Value nil) at
 // valid time ValidFrom.
 type Op struct {
-	ValidFrom Instant
+	ValidFrom int64
 	Value     []byte
 	// Replace settles a different value at an equal valid_from in the
 	// operation's favour (conflict policy latest_recorded, a preferred
@@ -59,8 +56,8 @@ type Op struct {
 
 // NewRow is a row a plan inserts.
 type NewRow struct {
-	ValidFrom Instant
-	ValidTo   Instant
+	ValidFrom int64
+	ValidTo   int64
 	Value     []byte
 	// Supersedes is the row this one replaced or shortened (0: none).
 	Supersedes int64
@@ -135,7 +132,7 @@ func PlanWrite(believed []Row, op Op) (Plan, error) {
 
 // neighbours returns the row with the greatest ValidFrom <= t and the row
 // with the least ValidFrom > t.
-func neighbours(rows []Row, t Instant) (prev, next *Row) {
+func neighbours(rows []Row, t int64) (prev, next *Row) {
 	for i := range rows {
 		r := &rows[i]
 		if r.ValidFrom <= t {
@@ -161,7 +158,7 @@ func SameValue(a, b []byte) bool {
 // Resolve returns the row that answers "what was the value at valid instant
 // v, as believed at transaction instant k" among all rows of a key
 // (retracted ones too), or nil. The row may be a tombstone: no value.
-func Resolve(rows []Row, v, k Instant) *Row {
+func Resolve(rows []Row, v, k int64) *Row {
 	var best *Row
 	for i := range rows {
 		r := &rows[i]

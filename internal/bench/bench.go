@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sgam-dev/sgam"
@@ -45,6 +47,10 @@ type Scale struct {
 	Facts int `json:"facts"`
 	// One fact per transaction, each replacing its subject's open value.
 	SingleWritesPerS float64 `json:"single_writes_per_s"`
+	// One fact per Assert from Writers goroutines at once, the same
+	// workload: the store commits concurrent writes together.
+	ConcurrentWritesPerS float64 `json:"concurrent_writes_per_s"`
+	Writers              int     `json:"writers"`
 	// AssertMany, 1,000 facts per transaction: the reference workload
 	// (each fact replaces its subject's open value; 1,000 subjects) and a
 	// bulk load of new keys in key order.
@@ -178,6 +184,15 @@ func measure(ctx context.Context, opts Options, n int, singleFromEmpty bool) (Sc
 	}
 	sc.SingleWritesPerS = perSecond(count, time.Since(start))
 
+	// The same workload from Writers goroutines, each taking the next fact.
+	sc.Writers = Writers
+	from += count
+	if sc.ConcurrentWritesPerS, err = concurrent(ctx, single, from, count, func(done int) {
+		opts.Progress(label(fmt.Sprintf("one fact per Assert, %d writers", Writers)), done, count)
+	}); err != nil {
+		return sc, err
+	}
+
 	// Reads, on the bulk-loaded store.
 	sc.GetCurrentPerS, _, _, err = reads(ctx, s, opts, label("current Get, cached"), sgam.At{})
 	if err != nil {
@@ -217,6 +232,42 @@ func measure(ctx context.Context, opts Options, n int, singleFromEmpty bool) (Sc
 	}
 	sc.BatchLoadPerS = perSecond(n, time.Since(start))
 	return sc, nil
+}
+
+// Writers is how many goroutines write at once in the concurrent measure.
+const Writers = 16
+
+// concurrent writes facts [from, from+n) of the workload from Writers
+// goroutines, one fact per Assert, and returns facts/s.
+func concurrent(ctx context.Context, s *sqlite.Store, from, n int, progress func(int)) (float64, error) {
+	var next atomic.Int64
+	next.Store(int64(from))
+	errs := make(chan error, Writers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range Writers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= from+n {
+					return
+				}
+				if _, err := s.Assert(ctx, workload.Fact(i)); err != nil {
+					errs <- err
+					return
+				}
+				if (i-from)%1000 == 0 {
+					progress(i - from)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return perSecond(n, time.Since(start)), nil
 }
 
 // reads runs opts.Reads Gets round-robin over the workload's subjects and

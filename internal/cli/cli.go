@@ -53,7 +53,7 @@ func (e usageError) Unwrap() error { return e.err }
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fields: cliFields}
 	root := a.rootCommand()
-	root.SetArgs(args)
+	root.SetArgs(negativeArgs(root, args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -107,7 +107,8 @@ A correction closes the old fact instead of deleting it, so sgam can always
 say which value is current, what was true at any instant, what was believed
 at any instant, and who said it.
 
-Instants are RFC 3339 with an offset (2026-06-03T10:00:00Z); values are JSON.
+Instants are RFC 3339 with an offset (2026-06-03T10:00:00Z); values are JSON
+(a negative number such as -5 is an argument, not a flag).
 Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -145,6 +146,70 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 		wrapArgs(c)
 	}
 	return root
+}
+
+// negativeArgs lets a positional argument be a negative number ('sgam
+// assert mira balance -5'): pflag takes every "-5" for a shorthand flag.
+// From the first such argument on, the positional arguments move behind a
+// "--", in their order, where pflag takes them as arguments; flags and
+// their values stay where they are.
+func negativeArgs(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == root {
+		return args
+	}
+	local, inherited := cmd.Flags(), cmd.InheritedFlags()
+	// takesValue reports whether flag arg ("--name", "-n", "-n=v") takes
+	// the next argument as its value.
+	takesValue := func(arg string) bool {
+		if name, long := strings.CutPrefix(arg, "--"); long {
+			if strings.Contains(name, "=") {
+				return false
+			}
+			if f := local.Lookup(name); f != nil {
+				return f.NoOptDefVal == ""
+			}
+			f := inherited.Lookup(name)
+			return f != nil && f.NoOptDefVal == ""
+		}
+		if len(arg) != 2 {
+			return false
+		}
+		if f := local.ShorthandLookup(arg[1:]); f != nil {
+			return f.NoOptDefVal == ""
+		}
+		f := inherited.ShorthandLookup(arg[1:])
+		return f != nil && f.NoOptDefVal == ""
+	}
+	negative := func(s string) bool {
+		return len(s) > 1 && s[0] == '-' && s[1] >= '0' && s[1] <= '9' &&
+			local.ShorthandLookup(s[1:2]) == nil && inherited.ShorthandLookup(s[1:2]) == nil
+	}
+	var kept, moved []string
+	for i := 0; i < len(args); i++ {
+		switch s := args[i]; {
+		case s == "--":
+			if moved == nil {
+				return args
+			}
+			moved = append(moved, args[i+1:]...)
+			i = len(args)
+		case len(s) > 1 && s[0] == '-' && !negative(s): // a flag
+			kept = append(kept, s)
+			if takesValue(s) && i+1 < len(args) {
+				i++
+				kept = append(kept, args[i])
+			}
+		case moved != nil || negative(s):
+			moved = append(moved, s)
+		default:
+			kept = append(kept, s)
+		}
+	}
+	if moved == nil {
+		return args
+	}
+	return append(append(kept, "--"), moved...)
 }
 
 // wrapArgs makes argument-count errors usage errors, recursively.

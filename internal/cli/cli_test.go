@@ -207,12 +207,16 @@ func TestReplayCommand(t *testing.T) {
 {"op":"get","subject":"mira","attribute":"city"}
 `
 	r := sgamRun(t, script, "--db", db, "--tenant", "acme", "replay")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, cli.ExitFailure, r.code, "a line failed: %s", r.stderr)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	require.Len(t, lines, 4)
+	require.Len(t, lines, 4, "every line ran and has its result")
 	require.Contains(t, lines[2], `"field":"op"`)
 	require.Contains(t, lines[3], `"tenant":"acme"`)
 	require.Contains(t, r.stderr, "4 operations, 1 failed")
+
+	r = sgamRun(t, `{"op":"get","subject":"mira","attribute":"city"}`+"\n", "--db", db, "--tenant", "acme", "replay")
+	require.Equal(t, 0, r.code, "every line succeeded: %s", r.stderr)
+	require.Contains(t, r.stderr, "1 operations, 0 failed")
 }
 
 func TestExportImportRoundTrip(t *testing.T) {

@@ -38,8 +38,12 @@ fact already named as its source is filled in.`,
     --content "Correction: the passport deadline is June 30."`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			contentFlag := "--content"
+			if contentFile != "" {
+				contentFlag = "--content-file" // the text's errors name where it came from
+			}
 			a.withFields(map[string]string{"episode_id": "--id", "kind": "--kind", "session": "--session", "occurred_at": "--occurred-at",
-				"metadata": "--metadata", "idempotency_key": "--idempotency-key", "content": "--content"})
+				"metadata": "--metadata", "idempotency_key": "--idempotency-key", "content": contentFlag})
 			var err error
 			if e.OccurredAt, err = timeFlag("occurred-at", occurred); err != nil {
 				return err
@@ -51,17 +55,19 @@ fact already named as its source is filled in.`,
 			case content != "" && contentFile != "":
 				return sgam.Errorf(sgam.Invalid, "--content-file", "give either --content or --content-file, not both")
 			case contentFile == "-":
-				b, err := io.ReadAll(io.LimitReader(a.stdin, sgam.DefaultMaxContentBytes+1))
-				if err != nil {
+				if e.Content, err = readContent(a.stdin); err != nil {
 					return err
 				}
-				e.Content = string(b)
 			case contentFile != "":
-				b, err := os.ReadFile(contentFile)
+				f, err := os.Open(contentFile)
 				if err != nil {
 					return sgam.Errorf(sgam.Invalid, "--content-file", "%v", err)
 				}
-				e.Content = string(b)
+				e.Content, err = readContent(f)
+				f.Close()
+				if err != nil {
+					return err
+				}
 			default:
 				e.Content = content
 			}
@@ -93,6 +99,19 @@ fact already named as its source is filled in.`,
 	f.StringVar(&content, "content", "", "the episode's text")
 	f.StringVar(&contentFile, "content-file", "", "read the text from a file (- for standard input)")
 	return c
+}
+
+// readContent reads an episode's text for --content-file, refusing more
+// than an episode may hold without reading all of it.
+func readContent(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, sgam.DefaultMaxContentBytes+1))
+	if err != nil {
+		return "", sgam.Errorf(sgam.Invalid, "--content-file", "%v", err)
+	}
+	if len(b) > sgam.DefaultMaxContentBytes {
+		return "", sgam.Errorf(sgam.Invalid, "--content-file", "is more than %d bytes, the limit of an episode's content", sgam.DefaultMaxContentBytes)
+	}
+	return string(b), nil
 }
 
 func (a *app) episodeListCommand() *cobra.Command {

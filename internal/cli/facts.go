@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -16,7 +17,8 @@ func (a *app) assertCommand() *cobra.Command {
 		Use:   "assert SUBJECT ATTRIBUTE VALUE",
 		Short: "Assert that SUBJECT's ATTRIBUTE is VALUE (JSON) from --valid-from on",
 		Long: `Assert that SUBJECT's ATTRIBUTE is VALUE from --valid-from on (default now),
-on the evidence of episode --source. VALUE is JSON: quote strings ('"Oslo"').
+on the evidence of episode --source. VALUE is JSON: quote strings ('"Oslo"');
+a negative number (-5) is a VALUE, not a flag.
 
 A value already starting at the same instant is a repeat (no change, the
 source is added as evidence) or, if different, a conflict. A value that
@@ -139,7 +141,7 @@ set (cardinality many) it prints the members at those instants.`,
 			}
 			defer s.Close()
 			f, err := s.Get(a.ctx, a.key(args[0], args[1]), at)
-			if sgam.IsSetError(err) {
+			if errors.Is(err, sgam.ErrSet) {
 				members, err := s.Members(a.ctx, a.key(args[0], args[1]), at)
 				if err != nil {
 					return err

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
 )
 
 func (a *app) forgetCommand() *cobra.Command {
@@ -33,8 +32,9 @@ func (a *app) forgetCommand() *cobra.Command {
 
 Forgetting is not retracting: nothing stays in history. Each forget is
 recorded in the audit with who (--actor), when, how many rows and their ids,
-but none of the deleted content: a subject appears only as its SHA-256.
-List the audit with 'sgam receipts'. Run 'sgam compact' afterwards so that
+but none of the deleted content: a subject appears only as a digest keyed by
+a secret of the store, which 'sgam receipts --subject S' computes to find
+the receipts of S. List the audit with 'sgam receipts'. Run 'sgam compact' afterwards so that
 the deleted bytes leave the database files too. See docs/lifecycle.md.`,
 		Example: `  sgam forget --subject mira --actor dpo-ticket-4711
   sgam forget --episode e42
@@ -42,7 +42,7 @@ the deleted bytes leave the database files too. See docs/lifecycle.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.withFields(map[string]string{"subject": "--subject", "episode": "--episode", "all": "--all", "actor": "--actor"})
-			req, _, err := ledger.CheckForget(sgam.ForgetRequest{Tenant: a.tenant, Subject: subject, Episode: episode, All: all, Actor: actor})
+			req, _, err := sgam.ForgetRequest{Tenant: a.tenant, Subject: subject, Episode: episode, All: all, Actor: actor}.Check()
 			if err != nil {
 				return err
 			}
@@ -71,7 +71,7 @@ the deleted bytes leave the database files too. See docs/lifecycle.md.`,
 	f.StringVar(&episode, "episode", "", "forget this episode")
 	f.BoolVar(&all, "all", false, "forget the whole tenant (with --yes)")
 	f.BoolVar(&yes, "yes", false, "confirm --all")
-	f.StringVar(&actor, "actor", ledger.DefaultActor, "who asks, for the audit (an identifier: a person, a ticket)")
+	f.StringVar(&actor, "actor", sgam.DefaultActor, "who asks, for the audit (an identifier: a person, a ticket)")
 	return c
 }
 
@@ -156,11 +156,19 @@ them, or until an administrator runs VACUUM FULL (docs/lifecycle.md).`,
 }
 
 func (a *app) receiptsCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "receipts",
+	var subject string
+	c := &cobra.Command{
+		Use:   "receipts [--subject S]",
 		Short: "List the --tenant's forget and expiry receipts (the audit), oldest first",
-		Args:  cobra.NoArgs,
+		Long: `List the --tenant's forget and expiry receipts (the audit), oldest first.
+
+A receipt of a forgotten subject keeps only its digest: an HMAC of the tenant
+and the subject id keyed by a secret of this store, so a receipt alone does
+not confirm a guessed id. --subject S computes the digest of S with the
+store's secret and lists only S's receipts.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"subject": "--subject"})
 			s, err := a.openExisting()
 			if err != nil {
 				return err
@@ -169,6 +177,19 @@ func (a *app) receiptsCommand() *cobra.Command {
 			rcs, err := s.Receipts(a.ctx, a.tenant)
 			if err != nil {
 				return err
+			}
+			if subject != "" {
+				digest, err := s.SubjectDigest(a.ctx, a.tenant, subject)
+				if err != nil {
+					return err
+				}
+				mine := []sgam.Receipt{}
+				for _, rc := range rcs {
+					if rc.Kind == sgam.ReceiptSubject && rc.Target == digest {
+						mine = append(mine, rc)
+					}
+				}
+				rcs = mine
 			}
 			return printList(a, rcs, "(no receipts)", "AT\tRECEIPT\tKIND\tTARGET\tACTOR\tFACTS\tMENDED\tEPISODES\tPENDING",
 				func(rc sgam.Receipt) []any {
@@ -181,17 +202,19 @@ func (a *app) receiptsCommand() *cobra.Command {
 				})
 		},
 	}
+	c.Flags().StringVar(&subject, "subject", "", "only the receipts of forgetting this subject")
+	return c
 }
 
 // printReceipt renders a receipt in full.
 func printReceipt(w io.Writer, rc sgam.Receipt) {
 	what := rc.Kind
 	switch rc.Kind {
-	case ledger.KindSubject:
-		what = "subject sha256:" + rc.Target
-	case ledger.KindEpisode:
+	case sgam.ReceiptSubject:
+		what = "subject " + rc.Target
+	case sgam.ReceiptEpisode:
 		what = "episode " + rc.Target
-	case ledger.KindTenant:
+	case sgam.ReceiptTenant:
 		what = "tenant " + rc.Tenant
 	}
 	fmt.Fprintf(w, "receipt %s: %s in tenant %s, by %s at %s\n", rc.ID, what, rc.Tenant, rc.Actor, fmtTime(rc.At))

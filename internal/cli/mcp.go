@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
@@ -41,6 +40,12 @@ kind of the episodes remember captures (default message): it ranks the
 source under prefer_source, and user_confirmed makes sensitive attributes
 facts directly, which is why the operator sets it and the model cannot.
 
+Messages are JSON-RPC, one per line. A line that is not JSON is answered
+with a JSON-RPC error -32700, one that is not a JSON-RPC message (or a
+batch, or longer than 4 MiB) with -32600, and the session goes on. When
+standard input ends, every request already read is run and answered before
+sgam exits.
+
 Over HTTP, 'sgam serve' offers the same tools at /mcp, bound to the tenant
 and role of the caller's API key.`,
 		Args: cobra.NoArgs,
@@ -64,8 +69,7 @@ and role of the caller's API key.`,
 			}
 			ctx, stop := signal.NotifyContext(a.ctx, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			t := &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}, MaxLineLength: maxMCPMessage}
-			err = srv.Run(ctx, t)
+			err = srv.Run(ctx, &stdioTransport{in: a.stdin, out: a.stdout, maxLine: maxMCPMessage})
 			if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil // the client hung up, or we were told to stop
 			}
@@ -85,7 +89,3 @@ func version() string {
 	}
 	return "(devel)"
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -1,10 +1,16 @@
 package cli_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,4 +55,139 @@ func TestMCPTypeScriptSDK(t *testing.T) {
 	require.NoError(t, err, "node --test:\n%s", out)
 	require.Contains(t, string(out), "# pass 1")
 	require.Contains(t, string(out), "# fail 0")
+}
+
+// mcpChild starts 'sgam mcp' on a fresh database in a child process (the
+// test binary, as TestMain allows), returning its standard input and a
+// channel of its answers, one decoded line each, closed when it exits.
+func mcpChild(t *testing.T) (stdin io.WriteCloser, answers <-chan map[string]any, wait func() int) {
+	t.Helper()
+	child := exec.Command(os.Args[0], "--db", filepath.Join(t.TempDir(), "m.db"), "--tenant", "acme", "mcp")
+	child.Env = append(os.Environ(), "SGAM_CLI_CHILD=1")
+	in, err := child.StdinPipe()
+	require.NoError(t, err)
+	out, err := child.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	child.Stderr = &stderr
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { child.Process.Kill() })
+	ch := make(chan map[string]any, 1024)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]any{"not_json": sc.Text()}
+			}
+			ch <- m
+		}
+	}()
+	return in, ch, func() int {
+		<-done
+		err := child.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Logf("sgam mcp: %v; stderr:\n%s", err, stderr.String())
+			return ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return 0
+	}
+}
+
+const (
+	mcpInitialize  = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	mcpInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+)
+
+func mcpRemember(id int, subject string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"remember","arguments":{"subject":%q,"attribute":"city","value":"Oslo","quote":"I live in Oslo (%d)."}}}`, id, subject, id)
+}
+
+// TestMCPStdioMalformedLines: a line that is not JSON gets a JSON-RPC
+// parse error, one that is not a JSON-RPC message (or a batch, or a line
+// over the limit) an invalid-request error, with its id when it names one,
+// and the session goes on: the valid request after them is answered.
+func TestMCPStdioMalformedLines(t *testing.T) {
+	in, answers, wait := mcpChild(t)
+	lines := []string{mcpInitialize, mcpInitialized,
+		`garbage`,
+		`{"jsonrpc":"2.0","id":5,"method":`,
+		`{"foo":1}`,
+		`{"jsonrpc":"1.0","id":6,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":7,"method":42}`,
+		`[{"jsonrpc":"2.0","id":8,"method":"tools/list"}]`,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 5<<20) + `"}}`,
+		``,
+		mcpRemember(9, "mira"),
+	}
+	_, err := io.WriteString(in, strings.Join(lines, "\n")+"\n")
+	require.NoError(t, err)
+	type answer struct {
+		id   any
+		code float64
+	}
+	var got []answer
+	deadline := time.After(time.Minute)
+	for len(got) < 9 {
+		select {
+		case m, ok := <-answers:
+			require.True(t, ok, "sgam mcp ended early, after %v", got)
+			require.NotContains(t, m, "not_json")
+			a := answer{id: m["id"]}
+			require.Contains(t, m, "id", "an answer names its request, or null: %v", m)
+			if e, ok := m["error"].(map[string]any); ok {
+				a.code = e["code"].(float64)
+				require.NotEmpty(t, e["message"])
+			} else {
+				require.NotNil(t, m["result"], "%v", m)
+				if a.id == float64(9) {
+					res := m["result"].(map[string]any)
+					require.NotEqual(t, true, res["isError"], "%v", res)
+					require.Equal(t, "Oslo", res["structuredContent"].(map[string]any)["fact"].(map[string]any)["value"])
+				}
+			}
+			got = append(got, a)
+		case <-deadline:
+			t.Fatalf("answers so far: %v", got)
+		}
+	}
+	require.ElementsMatch(t, []answer{{"init", 0}, {nil, -32700}, {nil, -32700}, {nil, -32600}, {float64(6), -32600}, {float64(7), -32600},
+		{nil, -32600}, {nil, -32600}, {float64(9), 0}}, got)
+	require.NoError(t, in.Close())
+	require.Equal(t, 0, wait())
+}
+
+// TestMCPStdioAnswersEveryRequestAtEOF: requests written just before
+// standard input closes are all run and answered before 'sgam mcp' exits.
+func TestMCPStdioAnswersEveryRequestAtEOF(t *testing.T) {
+	const n = 40
+	for round := range 3 {
+		in, answers, wait := mcpChild(t)
+		var script strings.Builder
+		script.WriteString(mcpInitialize + "\n" + mcpInitialized + "\n")
+		for i := range n {
+			script.WriteString(mcpRemember(i, fmt.Sprintf("s%d", i)) + "\n")
+		}
+		_, err := io.WriteString(in, script.String())
+		require.NoError(t, err)
+		require.NoError(t, in.Close())
+		seen := map[float64]bool{}
+		for m := range answers {
+			require.NotContains(t, m, "not_json")
+			if id, ok := m["id"].(float64); ok {
+				require.NotContains(t, m, "error", "%v", m)
+				res := m["result"].(map[string]any)
+				require.NotEqual(t, true, res["isError"], "%v", res)
+				seen[id] = true
+			}
+		}
+		require.Equal(t, 0, wait(), "round %d", round)
+		require.Len(t, seen, n, "round %d: every request answered", round)
+	}
 }

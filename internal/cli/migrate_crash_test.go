@@ -34,7 +34,7 @@ func TestMigrateKilledMidway(t *testing.T) {
 	db := filepath.Join(dir, "cut.db")
 	s, err := sqlite.Open(ctx, db, sqlite.Options{})
 	require.NoError(t, err)
-	_, err = s.ApplySchema(ctx, []byte("attributes:\n  tier: {memory: account, type: string}\n  price: {memory: account, type: string}\n"), false)
+	_, err = s.ApplyDefaultSchema(ctx, []byte("attributes:\n  tier: {memory: account, type: string}\n  price: {memory: account, type: string}\n"), false)
 	require.NoError(t, err)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for from := 0; from < 2000; from += 250 {
@@ -49,7 +49,7 @@ func TestMigrateKilledMidway(t *testing.T) {
 		_, err := s.AssertMany(ctx, batch)
 		require.NoError(t, err)
 	}
-	_, err = s.ApplySchema(ctx, []byte(`attributes:
+	_, err = s.ApplyDefaultSchema(ctx, []byte(`attributes:
   plan: {memory: account, type: string}
   price: {memory: account, type: string}
 migrations:

@@ -30,7 +30,10 @@ Operations (tenant defaults to --tenant):
 
 Results: {"ok":true,...} with "fact", "facts", "episode" or "trace", and
 "no_change":true for a repeat; or {"ok":false,"error":{"code","field","message"}}.
-Until the first clock line, transaction time is the system clock.`,
+Until the first clock line, transaction time is the system clock.
+
+Exit status: 0 when every line succeeded, 1 when any failed (after every
+line has run and its result is written).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in := a.stdin
@@ -53,7 +56,11 @@ Until the first clock line, transaction time is the system clock.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "replay: %d operations, %d failed\n", st.Lines, st.Failed)
+			summary := fmt.Sprintf("replay: %d operations, %d failed", st.Lines, st.Failed)
+			if st.Failed > 0 {
+				return &sgam.Error{Code: sgam.Internal, Message: summary} // exit 1, as check does
+			}
+			fmt.Fprintln(a.stderr, summary)
 			return nil
 		},
 	}

@@ -112,17 +112,46 @@ func (a *app) schemaCheckCommand() *cobra.Command {
 	}
 }
 
+// schemaOwner says whose schema a command acts on: the --tenant's, or the
+// store default's.
+func (a *app) schemaOwner(storeDefault bool) string {
+	if storeDefault {
+		return "the store default schema"
+	}
+	return "tenant " + a.tenant + "'s schema"
+}
+
+// whose names the owner of a stored schema version.
+func whose(v sgam.SchemaVersion) string {
+	if v.StoreDefault {
+		return "the store default schema"
+	}
+	return "tenant " + v.Tenant + "'s schema"
+}
+
 func (a *app) schemaApplyCommand() *cobra.Command {
-	var dryRun bool
+	var dryRun, storeDefault bool
 	c := &cobra.Command{
-		Use:   "apply FILE",
-		Short: "Store FILE as the next schema version and print the changes (--dry-run: print only)",
-		Long: `Store FILE as the next version of the store's schema and print what changed
-from the version before. Fact rows written from then on carry the new
-version. Applying the schema in force again stores nothing. Declared
-migrations are run by 'sgam migrate'.`,
+		Use:   "apply FILE [--tenant T | --default]",
+		Short: "Store FILE as the next version of --tenant's schema (or --default's) and print the changes",
+		Long: `Store FILE as the next version of the --tenant's schema and print what
+changed from the schema that served it before. Each tenant has its own
+schema history. With --default, store it as the next version of the
+store-wide default, which serves every tenant that applied no schema of
+its own: only the operator sets it, here; the HTTP API applies a key's own
+tenant's schema only.
+
+Fact rows written from then on carry the new version. Applying the schema
+in force again stores nothing. Declared migrations are run by
+'sgam migrate'. See docs/schema.md.`,
+		Example: `  sgam schema apply schema.yaml --tenant acme --dry-run
+  sgam schema apply schema.yaml --tenant acme
+  sgam schema apply schema.yaml --default`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if storeDefault && cmd.Flags().Changed("tenant") {
+				return sgam.Errorf(sgam.Invalid, "--default", "applies the store-wide default, which is no tenant's: give --tenant or --default, not both")
+			}
 			body, err := readSchemaFile(args[0])
 			if err != nil {
 				return err
@@ -132,7 +161,12 @@ migrations are run by 'sgam migrate'.`,
 				return err
 			}
 			defer s.Close()
-			v, err := s.ApplySchema(a.ctx, body, dryRun)
+			var v sgam.SchemaVersion
+			if storeDefault {
+				v, err = s.ApplyDefaultSchema(a.ctx, body, dryRun)
+			} else {
+				v, err = s.ApplySchema(a.ctx, a.tenant, body, dryRun)
+			}
 			if err != nil {
 				return a.schemaProblems(args[0], err)
 			}
@@ -142,12 +176,12 @@ migrations are run by 'sgam migrate'.`,
 			}
 			switch {
 			case len(v.Diff) == 0:
-				fmt.Fprintf(a.stdout, "unchanged: schema version %d already says this\n", v.Version)
+				fmt.Fprintf(a.stdout, "unchanged: version %d of %s already says this\n", v.Version, whose(v))
 				return nil
 			case dryRun:
-				fmt.Fprintf(a.stdout, "dry run: would store schema version %d:\n", v.Version)
+				fmt.Fprintf(a.stdout, "dry run: would store schema version %d of %s:\n", v.Version, a.schemaOwner(storeDefault))
 			default:
-				fmt.Fprintf(a.stdout, "stored schema version %d:\n", v.Version)
+				fmt.Fprintf(a.stdout, "stored schema version %d of %s:\n", v.Version, a.schemaOwner(storeDefault))
 			}
 			for _, d := range v.Diff {
 				fmt.Fprintf(a.stdout, "  %s\n", d)
@@ -156,13 +190,15 @@ migrations are run by 'sgam migrate'.`,
 		},
 	}
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the changes without storing them")
+	c.Flags().BoolVar(&storeDefault, "default", false, "apply the store-wide default schema, for tenants without their own")
 	return c
 }
 
 func (a *app) schemaShowCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "show",
-		Short: "Print the schema in force (its canonical JSON) and its version",
+	var storeDefault bool
+	c := &cobra.Command{
+		Use:   "show [--tenant T | --default]",
+		Short: "Print the schema in force for --tenant (its own, or the store default) or --default's, with its version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.openExisting()
@@ -170,7 +206,12 @@ func (a *app) schemaShowCommand() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			v, err := s.Schema(a.ctx)
+			var v sgam.SchemaVersion
+			if storeDefault {
+				v, err = s.DefaultSchema(a.ctx)
+			} else {
+				v, err = s.Schema(a.ctx, a.tenant)
+			}
 			if err != nil {
 				return err
 			}
@@ -178,13 +219,15 @@ func (a *app) schemaShowCommand() *cobra.Command {
 				return a.printJSON(v)
 			}
 			if v.Version == 0 {
-				fmt.Fprintln(a.stdout, "no schema: any attribute, any JSON value, every attribute single-valued")
+				fmt.Fprintf(a.stdout, "no schema for %s: any attribute, any JSON value, every attribute single-valued\n", a.schemaOwner(storeDefault))
 				return nil
 			}
-			fmt.Fprintf(a.stdout, "schema version %d, applied %s, sha256 %s\n%s\n", v.Version, fmtTime(v.AppliedAt), v.Hash, v.Body)
+			fmt.Fprintf(a.stdout, "schema version %d of %s, applied %s, sha256 %s\n%s\n", v.Version, whose(v), fmtTime(v.AppliedAt), v.Hash, v.Body)
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&storeDefault, "default", false, "show the store-wide default schema")
+	return c
 }
 
 func (a *app) memberCommands() []*cobra.Command {

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,11 +18,12 @@ import (
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/server"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) serveCommand() *cobra.Command {
 	var addr string
-	var dev bool
+	var dev, devAllowRemote bool
 	var maxBody int64
 	var rateLimit float64
 	var expireEvery time.Duration
@@ -30,8 +33,9 @@ func (a *app) serveCommand() *cobra.Command {
 		Long: `Serve the HTTP JSON API (see docs/api.md). Every request sends an API key
 ('Authorization: Bearer sgam_...', from 'sgam keys create'); the key decides
 the tenant and the role. --dev serves without keys, as --tenant with every
-right: for local use only. SIGINT or SIGTERM stops the server after the
-requests in flight finish.
+right: for local use only, so it refuses an --addr that is not loopback
+(127.0.0.1, ::1, localhost) unless --dev-allow-remote is given too. SIGINT
+or SIGTERM stops the server after the requests in flight finish.
 
 MCP: POST /mcp serves the tools of 'sgam mcp' over streamable HTTP
 (stateless), bound to the tenant and role of the request's key (docs/mcp.md).
@@ -58,7 +62,15 @@ and open connections, and expiry runs (sgam_expiry_runs_total{outcome}).`,
 			if expireEvery != 0 && expireEvery < time.Second {
 				return sgam.Errorf(sgam.Invalid, "--expire-every", "must be 0 (off) or at least 1s")
 			}
-			s, err := a.open(nil)
+			if devAllowRemote && !dev {
+				return sgam.Errorf(sgam.Invalid, "--dev-allow-remote", "only goes with --dev")
+			}
+			if dev && !devAllowRemote && !loopback(addr) {
+				return sgam.Errorf(sgam.Invalid, "--addr", "%q is not a loopback address: --dev serves without keys, to anyone who can connect; "+
+					"listen on 127.0.0.1, ::1 or localhost, or give --dev-allow-remote to serve beyond this machine anyway", addr)
+			}
+			metrics := server.NewMetrics()
+			s, err := store.Open(a.ctx, a.db, store.Options{Observer: metrics})
 			if err != nil {
 				return err
 			}
@@ -66,7 +78,7 @@ and open connections, and expiry runs (sgam_expiry_runs_total{outcome}).`,
 			keys, _ := s.(apikey.Store)
 			log := slog.New(slog.NewJSONHandler(a.stderr, nil))
 			h, err := server.New(server.Config{Store: s, Keys: keys, Dev: dev, DevTenant: a.tenant, MaxBodyBytes: maxBody, RateLimit: rateLimit,
-				ExpireEvery: expireEvery, Logger: log})
+				ExpireEvery: expireEvery, Logger: log, Metrics: metrics})
 			if err != nil {
 				return err
 			}
@@ -107,9 +119,24 @@ and open connections, and expiry runs (sgam_expiry_runs_total{outcome}).`,
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7420", "address to listen on")
-	c.Flags().BoolVar(&dev, "dev", false, "serve without API keys, as --tenant (local use only)")
+	c.Flags().BoolVar(&dev, "dev", false, "serve without API keys, as --tenant (local use only: a loopback --addr)")
+	c.Flags().BoolVar(&devAllowRemote, "dev-allow-remote", false, "with --dev, allow an --addr that is not loopback (anyone who can connect has every right)")
 	c.Flags().Int64Var(&maxBody, "max-body", 1<<20, "largest request body in bytes")
 	c.Flags().Float64Var(&rateLimit, "rate-limit", 200, "requests per second per API key, bursts of twice that (0: no limit)")
 	c.Flags().DurationVar(&expireEvery, "expire-every", time.Hour, "run retention expiry at start and then this often (0: off)")
 	return c
+}
+
+// loopback reports whether addr (host:port) listens only on this machine:
+// a loopback IP or localhost. An empty host is every interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false // not host:port, so not a loopback address either
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -101,7 +102,7 @@ func TestServeDev(t *testing.T) {
 	require.NoError(t, child.Process.Signal(syscall.SIGTERM))
 	var order []string
 	for line := range lines {
-		if msg, _ := line["msg"].(string); strings.HasPrefix(msg, "shutting down") || line["path"] == "/v1/replay" {
+		if msg, _ := line["msg"].(string); strings.HasPrefix(msg, "shutting down") || line["route"] == "POST /v1/replay" {
 			order = append(order, msg)
 		}
 	}
@@ -129,4 +130,37 @@ func TestServeExpireEveryFlag(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "--expire-every")
 	require.Contains(t, r.stdout, "sgam_store_operation_duration_seconds")
+}
+
+// TestServeDevListensOnlyOnLoopback: --dev serves without keys, so it
+// refuses an --addr that is not loopback unless --dev-allow-remote is
+// given too.
+func TestServeDevListensOnlyOnLoopback(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0", "example.com:0", "nonsense"} {
+		r := sgamRun(t, "", "--db", db, "serve", "--dev", "--addr", addr)
+		require.Equal(t, cli.ExitUsage, r.code, addr)
+		require.Contains(t, r.stderr, "sgam: --addr:", addr)
+		require.Contains(t, r.stderr, "--dev-allow-remote", addr)
+	}
+	r := sgamRun(t, "", "--db", db, "serve", "--dev-allow-remote", "--addr", "127.0.0.1:0")
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "sgam: --dev-allow-remote: only goes with --dev")
+	// Loopback addresses serve (until the context ends), and so does any
+	// address with --dev-allow-remote.
+	for _, args := range [][]string{{"--addr", "127.0.0.1:0"}, {"--addr", "[::1]:0"}, {"--addr", "localhost:0"},
+		{"--addr", "0.0.0.0:0", "--dev-allow-remote"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		var out, errb strings.Builder
+		code := cli.Main(ctx, append([]string{"--db", db, "serve", "--dev", "--expire-every", "0"}, args...), strings.NewReader(""), &out, &errb)
+		cancel()
+		if strings.Contains(errb.String(), "cannot listen") && args[1] == "[::1]:0" {
+			continue // no IPv6 here
+		}
+		require.Equal(t, 0, code, "%v: %s", args, errb.String())
+		require.Contains(t, errb.String(), `"msg":"serving"`, args)
+		require.Contains(t, errb.String(), "DEV MODE", args)
+	}
+	r = sgamRun(t, "", "serve", "--help")
+	require.Contains(t, r.stdout, "--dev-allow-remote")
 }

@@ -91,6 +91,9 @@ With --json, one line per commit is printed to standard output:
   {"committed":{"episodes":..,"facts":..,"episodes_present":..,"facts_present":..},"line":N}`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// An error names a field of the input's line ("line 12: source:
+			// ..."), not a flag of this command: no renaming.
+			a.fields = nil
 			in := a.stdin
 			var size int64 = -1
 			if len(args) == 1 && args[0] != "-" {

@@ -8,12 +8,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
-// Check implements sgam.Store: one repeatable-read snapshot of every tenant.
-func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
+// Check implements engine.Reader: one repeatable-read snapshot of every
+// tenant.
+func (s *db) Check(ctx context.Context) ([]sgam.Violation, error) {
 	var out []sgam.Violation
 	err := s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, "check", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, scopeSQL, allTenants); err != nil {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,9 +16,9 @@ var _ apikey.Store = (*Store)(nil)
 
 // InsertKey implements apikey.Store.
 func (s *Store) InsertKey(ctx context.Context, k apikey.Stored) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (key_id, tenant_id, role, name, secret_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+	_, err := s.d.pool.Exec(ctx, `INSERT INTO api_keys (key_id, tenant_id, role, name, secret_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		k.ID, k.Tenant, string(k.Role), k.Name, k.Hash, k.CreatedAt)
-	return mapErr("create key", err)
+	return mapErr(wrap("create key", err))
 }
 
 const keyColumns = `key_id, tenant_id, role, name, created_at, revoked_at`
@@ -31,15 +32,23 @@ func scanKey(row pgx.Row, extra ...any) (apikey.Key, error) {
 	return k, nil
 }
 
+// wrap adds what was being done to a driver error (nil stays nil).
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // KeyByID implements apikey.Store.
 func (s *Store) KeyByID(ctx context.Context, id string) (apikey.Stored, error) {
 	var st apikey.Stored
-	k, err := scanKey(s.pool.QueryRow(ctx, `SELECT `+keyColumns+`, secret_hash FROM api_keys WHERE key_id = $1`, id), &st.Hash)
+	k, err := scanKey(s.d.pool.QueryRow(ctx, `SELECT `+keyColumns+`, secret_hash FROM api_keys WHERE key_id = $1`, id), &st.Hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, sgam.Errorf(sgam.NotFound, "key_id", "there is no key %s", id)
 	}
 	st.Key = k
-	return st, mapErr("read key", err)
+	return st, mapErr(wrap("read key", err))
 }
 
 // ListKeys implements apikey.Store.
@@ -47,22 +56,22 @@ func (s *Store) ListKeys(ctx context.Context, tenant string) ([]apikey.Key, erro
 	if err := sgam.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, key_id`, tenant)
+	rows, err := s.d.pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, key_id`, tenant)
 	if err != nil {
-		return nil, mapErr("list keys", err)
+		return nil, mapErr(wrap("list keys", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (apikey.Key, error) { return scanKey(r) })
 	if out == nil {
 		out = []apikey.Key{}
 	}
-	return out, mapErr("list keys", err)
+	return out, mapErr(wrap("list keys", err))
 }
 
 // RevokeKey implements apikey.Store.
 func (s *Store) RevokeKey(ctx context.Context, tenant, id string, at time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE tenant_id = $2 AND key_id = $3`, at, tenant, id)
+	tag, err := s.d.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE tenant_id = $2 AND key_id = $3`, at, tenant, id)
 	if err != nil {
-		return mapErr("revoke key", err)
+		return mapErr(wrap("revoke key", err))
 	}
 	if tag.RowsAffected() != 1 {
 		return sgam.Errorf(sgam.NotFound, "key_id", "tenant %s has no key %s", tenant, id)
@@ -71,4 +80,4 @@ func (s *Store) RevokeKey(ctx context.Context, tenant, id string, at time.Time) 
 }
 
 // OpenConns reports the connections the store holds open (for metrics).
-func (s *Store) OpenConns() int { return int(s.pool.Stat().TotalConns()) }
+func (s *Store) OpenConns() int { return int(s.d.pool.Stat().TotalConns()) }

@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/store/internal/engine"
 )
 
 //go:embed migrations/*.sql
@@ -38,24 +38,28 @@ type Options struct {
 	// access suffices, so a hot standby serves): NotFound if there is none,
 	// Unavailable if its schema is not the one this sgam writes.
 	MustExist bool
+	// Observer, when set, is told of every store operation.
+	Observer sgam.Observer
 }
 
-// Store is the PostgreSQL store. It is safe for concurrent use.
+// Store is the PostgreSQL store: the engine (every sgam.Store method) over
+// this package's driver. It is safe for concurrent use, by many processes
+// on one database.
 type Store struct {
+	*engine.Store
+	d *db
+}
+
+// db is the driver: the pool and the SQL.
+type db struct {
 	pool    *pgxpool.Pool
 	clock   sgam.Clock // nil: the database's clock
-	limits  sgam.Limits
 	retries int
 
 	retried atomic.Int64
 	// txHigh is the latest transaction instant this process wrote: with a
 	// Clock set back, later writes still happen after it.
 	txHigh atomic.Int64
-	// gov is the schema writes were last validated under; every write
-	// checks its version inside the transaction (see load).
-	gov atomic.Pointer[ledger.Gov]
-	// govChecked is when readGov last looked for a new schema version.
-	govChecked atomic.Int64
 }
 
 var _ sgam.Store = (*Store)(nil)
@@ -79,7 +83,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, unavailable("connect", err)
 	}
-	s := &Store{pool: pool, clock: opts.Clock, limits: opts.Limits.WithDefaults(), retries: opts.Retries}
+	s := &db{pool: pool, clock: opts.Clock, retries: opts.Retries}
 	if err := s.checkRole(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -89,20 +93,17 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	} else {
 		err = s.migrate(ctx)
 	}
-	if err == nil {
-		_, err = s.loadGov(ctx, s.pool, -1)
-	}
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return s, nil
+	return &Store{Store: engine.New(s, engine.Options{Limits: opts.Limits, Observer: opts.Observer}), d: s}, nil
 }
 
 // checkRole refuses a role that row-level security does not apply to: a
 // superuser or a BYPASSRLS role would see every tenant's rows through a
 // query that forgot its tenant filter, silently.
-func (s *Store) checkRole(ctx context.Context) error {
+func (s *db) checkRole(ctx context.Context) error {
 	var role string
 	var bypasses bool
 	err := s.pool.QueryRow(ctx, `SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user`).Scan(&role, &bypasses)
@@ -116,7 +117,7 @@ func (s *Store) checkRole(ctx context.Context) error {
 }
 
 // checkSchema verifies that the database holds this sgam's schema.
-func (s *Store) checkSchema(ctx context.Context) error {
+func (s *db) checkSchema(ctx context.Context) error {
 	var version int
 	err := s.pool.QueryRow(ctx, `SELECT version FROM sgam_schema`).Scan(&version)
 	if err != nil {
@@ -136,38 +137,39 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the pool.
-func (s *Store) Close() error {
+// Close implements engine.Driver.
+func (s *db) Close() error {
 	s.pool.Close()
 	return nil
 }
 
 // Retries returns how many times an operation was retried after a
 // serialization failure, a deadlock or a lost connection.
-func (s *Store) Retries() int64 { return s.retried.Load() }
+func (s *Store) Retries() int64 { return s.d.retried.Load() }
 
 // Pool returns the connection pool, for tests and operations tooling.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *Store) Pool() *pgxpool.Pool { return s.d.pool }
 
 // Now returns the store's notion of now: the Clock, or the database's.
-// wallNow is the store clock, or this machine's: for what needs no
-// database round trip (resolving a dual-read window).
-func (s *Store) wallNow() time.Time {
-	if s.clock != nil {
-		return s.clock.Now()
-	}
-	return time.Now()
-}
-
 func (s *Store) Now() time.Time {
-	if s.clock != nil {
-		return s.clock.Now()
+	if s.d.clock != nil {
+		return s.d.clock.Now()
 	}
 	var t time.Time
-	if err := s.pool.QueryRow(context.Background(), `SELECT clock_timestamp()`).Scan(&t); err != nil {
+	if err := s.d.pool.QueryRow(context.Background(), `SELECT clock_timestamp()`).Scan(&t); err != nil {
 		return time.Now()
 	}
 	return t
+}
+
+// Clock implements engine.Driver: the store clock, or this machine's for
+// what needs no database round trip (a default occurred_at, dual-read
+// windows); transaction time is the database's when no clock is set.
+func (s *db) Clock() sgam.Clock {
+	if s.clock != nil {
+		return s.clock
+	}
+	return sgam.SystemClock{}
 }
 
 // Advisory locks of the store's own (migrating; moving the id sequence)
@@ -180,7 +182,7 @@ const (
 	schemaLock    = 3
 )
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *db) migrate(ctx context.Context) error {
 	// An up-to-date database needs no DDL, so a role that may only read and
 	// write the tables (not create them) can open it.
 	if s.checkSchema(ctx) == nil {
@@ -258,67 +260,41 @@ func skipScope(br pgx.BatchResults) error {
 	return err
 }
 
-// inTx runs fn in a transaction, retrying it from the start after errors
-// that are safe to retry.
-func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, what string, fn func(pgx.Tx) error) error {
-	return s.retry(ctx, what, func() error { return s.tryTx(ctx, opts, fn) })
-}
-
-// inConn runs fn on one connection with the same retries as inTx. fn sends
-// BEGIN and COMMIT itself, inside its batches, to spare round trips; if it
-// fails, the transaction is rolled back.
-func (s *Store) inConn(ctx context.Context, what string, fn func(*pgxpool.Conn) error) error {
-	return s.retry(ctx, what, func() error { return s.tryConn(ctx, fn) })
+// inTx runs fn in a read transaction (opts), retrying it from the start
+// after errors that are safe to retry.
+func (s *db) inTx(ctx context.Context, opts pgx.TxOptions, what string, fn func(pgx.Tx) error) error {
+	return s.retry(ctx, what, func() error {
+		tx, err := s.pool.BeginTx(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			tx.Rollback(context.Background())
+			return err
+		}
+		return tx.Commit(ctx)
+	})
 }
 
 // retry runs attempt until it succeeds, fails with an error that is not
 // safe to retry, or has been retried s.retries times, backing off 1, 2,
-// 4 … ms between attempts.
-func (s *Store) retry(ctx context.Context, what string, attempt func() error) error {
+// 4 … ms between attempts. Its error is mapped: this is the boundary.
+func (s *db) retry(ctx context.Context, what string, attempt func() error) error {
 	for n := 0; ; n++ {
 		err := attempt()
 		if err == nil {
 			return nil
 		}
 		if !retryable(err) || n >= s.retries || ctx.Err() != nil {
-			return mapErr(what, err)
+			return mapErr(fmt.Errorf("%s: %w", what, err))
 		}
 		s.retried.Add(1)
 		select {
 		case <-time.After(time.Duration(1<<n) * time.Millisecond):
 		case <-ctx.Done():
-			return mapErr(what, ctx.Err())
+			return mapErr(fmt.Errorf("%s: %w", what, ctx.Err()))
 		}
 	}
-}
-
-func (s *Store) tryConn(ctx context.Context, fn func(*pgxpool.Conn) error) error {
-	c, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Release()
-	if err := fn(c); err != nil {
-		// Harmless when the transaction already ended; a broken connection
-		// is dropped from the pool on release.
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c.Exec(rctx, "ROLLBACK")
-		cancel()
-		return err
-	}
-	return nil
-}
-
-func (s *Store) tryTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, opts)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback(context.Background())
-		return err
-	}
-	return tx.Commit(ctx)
 }
 
 // retryable reports errors after which running the transaction again may
@@ -335,30 +311,31 @@ func retryable(err error) bool {
 		}
 		return false
 	}
-	if errors.Is(err, errSchemaChanged) {
-		return true
-	}
 	return pgconn.SafeToRetry(err)
 }
 
-// mapErr turns a driver error into an *sgam.Error.
-func mapErr(what string, err error) error {
+// mapErr turns an error into an *sgam.Error, once, at the boundary of a
+// read or a write. Call sites wrap errors with what they were doing.
+func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	var se *sgam.Error
-	if errors.As(err, &se) {
+	var changed *engine.SchemaChanged
+	if errors.As(err, &se) || errors.As(err, &changed) {
 		return err
 	}
+	msg := err.Error()
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+		return &sgam.Error{Code: sgam.Unavailable, Message: msg, Err: err}
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		code := sgam.Internal
+		msg = strings.Replace(msg, pe.Error(), pe.Message, 1)
 		switch {
 		case pe.Code == "40001" || pe.Code == "40P01":
-			return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: retries exhausted: %s", what, pe.Message), Err: err}
+			return &sgam.Error{Code: sgam.Unavailable, Message: "retries exhausted: " + msg, Err: err}
 		case pe.Code == "2200H": // the fact id sequence is exhausted
 			code = sgam.Unavailable
 		case pe.Code == "23505" || pe.Code == "23503":
@@ -370,16 +347,15 @@ func mapErr(what string, err error) error {
 		case pe.Code[:2] == "08" || pe.Code[:2] == "57" || pe.Code[:2] == "53":
 			code = sgam.Unavailable
 		}
-		msg := fmt.Sprintf("%s: %s", what, pe.Message)
 		if pe.ConstraintName != "" {
 			msg += " (" + pe.ConstraintName + ")"
 		}
 		return &sgam.Error{Code: code, Message: msg, Err: err}
 	}
 	if pgconn.Timeout(err) || isConnErr(err) {
-		return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+		return &sgam.Error{Code: sgam.Unavailable, Message: msg, Err: err}
 	}
-	return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+	return &sgam.Error{Code: sgam.Internal, Message: msg, Err: err}
 }
 
 // isConnErr reports a broken connection (the server went away mid-call):

@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func newStore(t testing.TB, opts storetest.Options) sgam.Store {
-	s, err := postgres.Open(t.Context(), pgtest.URL(t), postgres.Options{Clock: opts.Clock, Limits: opts.Limits})
+	s, err := postgres.Open(t.Context(), pgtest.URL(t), postgres.Options{Clock: opts.Clock, Limits: opts.Limits, Observer: opts.Observer})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

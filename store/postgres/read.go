@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -68,28 +67,26 @@ func readFact(ctx context.Context, q interface {
 	return scanFact(q.QueryRow(ctx, `SELECT `+factColumns("'infinity'")+` FROM facts f WHERE tenant_id = $1 AND fact_id = $2`, tenant, id))
 }
 
-// instants returns the parameters of a read: the given instants, or nil
-// for "now" when the database's clock is the store's.
-func (s *Store) instants(at sgam.At) (asOf, knownAt *time.Time, err error) {
+// instants returns the parameters of a read (whose instants the engine
+// checked): the given instants, or nil for "now" when the database's clock
+// is the store's.
+func (s *db) instants(at sgam.At) (asOf, knownAt *time.Time) {
 	if s.clock != nil {
-		v, k, err := at.Resolve(s.clock.Now())
-		return &v, &k, err
+		now := s.clock.Now()
+		if at.AsOf.IsZero() {
+			at.AsOf = now
+		}
+		if at.KnownAt.IsZero() {
+			at.KnownAt = now
+		}
 	}
 	if !at.AsOf.IsZero() {
-		v, err := sgam.CheckTime("as_of", at.AsOf)
-		if err != nil {
-			return nil, nil, err
-		}
-		asOf = &v
+		asOf = &at.AsOf
 	}
 	if !at.KnownAt.IsZero() {
-		k, err := sgam.CheckTime("known_at", at.KnownAt)
-		if err != nil {
-			return nil, nil, err
-		}
-		knownAt = &k
+		knownAt = &at.KnownAt
 	}
-	return asOf, knownAt, nil
+	return asOf, knownAt
 }
 
 // readInstants spells the two instants of a read for a query whose next
@@ -110,36 +107,9 @@ func readInstants(v, k *time.Time, n int) (asOf, knownAt string, args []any) {
 	return asOf, knownAt, args
 }
 
-// Get implements sgam.Store.
-func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
-	if err := key.Check(); err != nil {
-		return nil, err
-	}
-	g := s.readGov()
-	if err := g.CheckGet(key); err != nil {
-		return nil, err
-	}
-	// During a rename's dual-read window the old and the new key may both
-	// answer: the value that starts latest is the newer (the new key wins
-	// a tie).
-	var best *sgam.Fact
-	for _, k := range g.ReadKeys(key, s.wallNow()) {
-		f, err := s.get(ctx, k, at)
-		if err != nil {
-			return nil, err
-		}
-		if f != nil && (best == nil || !f.ValidFrom.Before(best.ValidFrom)) {
-			best = f
-		}
-	}
-	return best, nil
-}
-
-func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
-	v, k, err := s.instants(at)
-	if err != nil {
-		return nil, err
-	}
+// Get implements engine.Reader.
+func (s *db) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
+	v, k := s.instants(at)
 	// One round trip: the scope and the query run in one implicit transaction.
 	bt := newBatch(key.Tenant)
 	asOfSQL, knownSQL, times := readInstants(v, k, 5)
@@ -150,7 +120,7 @@ func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	br := s.pool.SendBatch(ctx, bt)
 	defer br.Close()
 	if err := skipScope(br); err != nil {
-		return nil, mapErr("get "+key.String(), err)
+		return nil, mapErr(fmt.Errorf("get %s: %w", key, err))
 	}
 	var asOf time.Time
 	f, err := scanFact(br.QueryRow(), &asOf)
@@ -158,7 +128,7 @@ func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 		return nil, nil
 	}
 	if err != nil {
-		return nil, mapErr("get "+key.String(), err)
+		return nil, mapErr(fmt.Errorf("get %s: %w", key, err))
 	}
 	// The newest row believed then that started by V: if it ended before V
 	// (a gap) or is a tombstone, there is no value.
@@ -168,18 +138,9 @@ func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	return &f, nil
 }
 
-// State implements sgam.Store.
-func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
-	if err := sgam.CheckTenant(tenant); err != nil {
-		return nil, err
-	}
-	if err := sgam.CheckSubject(subject); err != nil {
-		return nil, err
-	}
-	v, k, err := s.instants(at)
-	if err != nil {
-		return nil, err
-	}
+// State implements engine.Reader.
+func (s *db) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
+	v, k := s.instants(at)
 	asOfSQL, knownSQL, times := readInstants(v, k, 3)
 	return s.queryFacts(ctx, tenant, "state of "+subject, `SELECT `+factColumns(knownSQL)+` FROM facts f
 		WHERE tenant_id = $1 AND subject = $2 AND valid_from <= `+asOfSQL+` AND (valid_to IS NULL OR valid_to > `+asOfSQL+`)
@@ -187,72 +148,44 @@ func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) (
 		ORDER BY attribute, member`, append([]any{tenant, subject}, times...)...)
 }
 
-// Members implements sgam.Store.
-func (s *Store) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.Fact, error) {
-	key.Member = ""
-	if err := key.Check(); err != nil {
-		return nil, err
-	}
-	v, k, err := s.instants(at)
-	if err != nil {
-		return nil, err
-	}
+// Members implements engine.Reader.
+func (s *db) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.Fact, error) {
+	v, k := s.instants(at)
 	asOfSQL, knownSQL, times := readInstants(v, k, 4)
-	var out []sgam.Fact
-	keys := s.readGov().ReadKeys(key, s.wallNow())
-	slices.Reverse(keys) // the new name first during a dual-read window
-	for _, key := range keys {
-		out, err = s.queryFacts(ctx, key.Tenant, "members of "+key.String(), `SELECT `+factColumns(knownSQL)+` FROM facts f
+	return s.queryFacts(ctx, key.Tenant, "members of "+key.String(), `SELECT `+factColumns(knownSQL)+` FROM facts f
 		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND valid_from <= `+asOfSQL+` AND (valid_to IS NULL OR valid_to > `+asOfSQL+`)
 		  AND recorded_at <= `+knownSQL+` AND (retracted_at IS NULL OR retracted_at > `+knownSQL+`) AND value_text IS NOT NULL
 		ORDER BY member`, append([]any{key.Tenant, key.Subject, key.Attribute}, times...)...)
-		if err != nil || len(out) > 0 {
-			return out, err
-		}
-	}
-	return out, nil
 }
 
-// History implements sgam.Store.
-func (s *Store) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) {
-	if err := key.Check(); err != nil {
-		return nil, err
-	}
-	key = s.readGov().ReadKeys(key, s.wallNow())[0]
+// History implements engine.Reader.
+func (s *db) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) {
 	return s.queryFacts(ctx, key.Tenant, "history of "+key.String(), `SELECT `+factColumns("'infinity'")+` FROM facts f
 		WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND ($4 = '' OR member = $4) ORDER BY fact_id`, key.Tenant, key.Subject, key.Attribute, key.Member)
 }
 
 // queryFacts runs a query of facts within a tenant's scope, in one round trip.
-func (s *Store) queryFacts(ctx context.Context, tenant, what, query string, args ...any) ([]sgam.Fact, error) {
+func (s *db) queryFacts(ctx context.Context, tenant, what, query string, args ...any) ([]sgam.Fact, error) {
 	bt := newBatch(tenant)
 	bt.Queue(query, args...)
 	br := s.pool.SendBatch(ctx, bt)
 	defer br.Close()
 	if err := skipScope(br); err != nil {
-		return nil, mapErr(what, err)
+		return nil, mapErr(fmt.Errorf("%s: %w", what, err))
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, mapErr(what, err)
+		return nil, mapErr(fmt.Errorf("%s: %w", what, err))
 	}
-	defer rows.Close()
-	out := []sgam.Fact{}
-	for rows.Next() {
-		f, err := scanFact(rows)
-		if err != nil {
-			return nil, mapErr(what, err)
-		}
-		out = append(out, f)
+	out, err := collectFacts(rows)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("%s: %w", what, err))
 	}
-	return out, mapErr(what, rows.Err())
+	return out, nil
 }
 
-// Trace implements sgam.Store.
-func (s *Store) Trace(ctx context.Context, tenant string, factID int64) (sgam.Trace, error) {
-	if err := sgam.CheckTenant(tenant); err != nil {
-		return sgam.Trace{}, err
-	}
+// Trace implements engine.Reader.
+func (s *db) Trace(ctx context.Context, tenant string, factID int64) (sgam.Trace, error) {
 	var tr sgam.Trace
 	// Repeatable read: the chain and its episodes from one snapshot.
 	err := s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, "trace", func(tx pgx.Tx) error {
@@ -280,7 +213,7 @@ func (s *Store) Trace(ctx context.Context, tenant string, factID int64) (sgam.Tr
 			return err
 		}
 		if len(tr.Chain) == 0 {
-			return sgam.Errorf(sgam.NotFound, "fact_id", "tenant %s has no fact %d", tenant, factID)
+			return nil
 		}
 		var ids []string
 		seen := map[string]bool{}

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
@@ -40,25 +40,29 @@ func scanStoredFact(row pgx.Row) (sgam.StoredFact, error) {
 	return sf, nil
 }
 
-// Export implements sgam.Store: one repeatable-read snapshot.
-func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error {
+// Export implements engine.Reader: one repeatable-read snapshot.
+func (s *db) Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error {
+	return mapErr(s.export(ctx, tenant, episode, fact))
+}
+
+func (s *db) export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return mapErr("export", err)
+		return fmt.Errorf("export: %w", err)
 	}
 	defer tx.Rollback(context.Background())
 	if _, err := tx.Exec(ctx, scopeSQL, tenant); err != nil {
-		return mapErr("export", err)
+		return fmt.Errorf("export: %w", err)
 	}
 	rows, err := tx.Query(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE $1 = '' OR tenant_id = $1 ORDER BY tenant_id, episode_id`, tenant)
 	if err != nil {
-		return mapErr("export episodes", err)
+		return fmt.Errorf("export episodes: %w", err)
 	}
 	for rows.Next() {
 		e, err := scanEpisode(rows)
 		if err != nil {
 			rows.Close()
-			return mapErr("export episodes", err)
+			return fmt.Errorf("export episodes: %w", err)
 		}
 		if err := episode(e); err != nil {
 			rows.Close()
@@ -67,153 +71,88 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return mapErr("export episodes", err)
+		return fmt.Errorf("export episodes: %w", err)
 	}
 	rows, err = tx.Query(ctx, `SELECT `+storedFactColumns+`
 		FROM facts f WHERE $1 = '' OR tenant_id = $1 ORDER BY fact_id`, tenant)
 	if err != nil {
-		return mapErr("export facts", err)
+		return fmt.Errorf("export facts: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		sf, err := scanStoredFact(rows)
 		if err != nil {
-			return mapErr("export facts", err)
+			return fmt.Errorf("export facts: %w", err)
 		}
 		if err := fact(sf); err != nil {
 			return err
 		}
 	}
-	return mapErr("export facts", rows.Err())
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("export facts: %w", err)
+	}
+	return nil
 }
 
-// Import implements sgam.Store.
-func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStats, error) {
-	if err := s.limits.CheckImportBatch(b); err != nil {
-		return sgam.ImportStats{}, err
+// InsertFacts implements engine.Tx.
+func (t *tx) InsertFacts(facts []sgam.StoredFact) error {
+	var rows factRows
+	var ev links
+	var maxID int64
+	var actorTenants, actors []string
+	var actorIDs []int64
+	for _, f := range facts {
+		var value *string
+		if !f.Tombstone {
+			v := string(f.Value)
+			value = &v
+		}
+		rows.append(f.Key(), f.ID, value, f.ValidFrom, f.ValidTo, f.RecordedAt, f.RetractedAt, f.Supersedes,
+			nullString(f.Source), int32(f.SchemaVersion))
+		for _, e := range f.Evidence {
+			ev.add(f.Tenant, f.ID, e.EpisodeID, e.RecordedAt)
+		}
+		if f.Actor != "" {
+			actorTenants, actorIDs, actors = append(actorTenants, f.Tenant), append(actorIDs, f.ID), append(actors, f.Actor)
+		}
+		maxID = max(maxID, f.ID)
 	}
-	var keys []sgam.Key
-	seen := map[sgam.Key]bool{}
-	for _, f := range b.Facts {
-		if !seen[f.Key()] {
-			seen[f.Key()] = true
-			keys = append(keys, f.Key())
-		}
+	bt := &pgx.Batch{}
+	// New ids continue above imported ones: move the sequence first, only
+	// ever forward (the lock keeps two imports from racing on it).
+	bt.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockClass, sequenceLock)
+	bt.Queue(`SELECT setval('fact_ids', $1) FROM fact_ids WHERE last_value < $1`, maxID)
+	bt.Queue(insertFactsSQL, rows.args()...)
+	if len(ev.ids) > 0 {
+		bt.Queue(linksSQL, ev.tenants, ev.ids, ev.episodes, ev.at)
 	}
-	var st sgam.ImportStats
-	err := s.inTx(ctx, pgx.TxOptions{}, "import", func(tx pgx.Tx) error {
-		st = sgam.ImportStats{}
-		if _, err := tx.Exec(ctx, scopeSQL, allTenants); err != nil {
-			return err
-		}
-		var version int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schemas`).Scan(&version); err != nil {
-			return err
-		}
-		gov := s.readGov()
-		if gov.Version != version {
-			var err error
-			if gov, err = s.loadGov(ctx, tx, version); err != nil {
-				return err
-			}
-		}
-		if err := gov.CheckImport(b); err != nil {
-			return err
-		}
-		// Imports of overlapping streams serialize on the keys they touch,
-		// like writes do.
-		if _, err := tx.Exec(ctx, lockSQL, keyLocks(keys)); err != nil {
-			return err
-		}
-		for i, e := range b.Episodes {
-			have, err := scanEpisode(tx.QueryRow(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND episode_id = $2`, e.Tenant, e.ID))
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				if err := gov.CheckRetention(e.Retention); err != nil {
-					return sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, e.OccurredAt,
-					e.RecordedAt, nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention)); err != nil {
-					return err
-				}
-				st.Episodes++
-			case err != nil:
-				return err
-			case sgam.EpisodesEqual(have, e):
-				st.EpisodesPresent++
-			default:
-				return sgam.Errorf(sgam.Conflict, fmt.Sprintf("episodes[%d]", i), "tenant %s already has a different episode %s", e.Tenant, e.ID)
-			}
-		}
-		plan, err := ledger.PlanImport(importStore{ctx, tx}, b)
-		if err != nil {
-			return err
-		}
-		st.FactsPresent = plan.FactsPresent
-		var rows factRows
-		var ev links
-		var maxID int64
-		var actorTenants, actors []string
-		var actorIDs []int64
-		for _, i := range plan.Fresh {
-			f := b.Facts[i]
-			var value *string
-			if !f.Tombstone {
-				v := string(f.Value)
-				value = &v
-			}
-			rows.append(f.Key(), f.ID, value, f.ValidFrom, f.ValidTo, f.RecordedAt, f.RetractedAt, f.Supersedes,
-				nullString(f.Source), int32(f.SchemaVersion))
-			for _, e := range f.Evidence {
-				ev.add(f.Tenant, f.ID, e.EpisodeID, e.RecordedAt)
-			}
-			if f.Actor != "" {
-				actorTenants, actorIDs, actors = append(actorTenants, f.Tenant), append(actorIDs, f.ID), append(actors, f.Actor)
-			}
-			maxID = max(maxID, f.ID)
-			st.Facts++
-		}
-		if len(rows.ids) == 0 {
-			return nil
-		}
-		bt := &pgx.Batch{}
-		// New ids continue above imported ones: move the sequence first, only
-		// ever forward (the lock keeps two imports from racing on it).
-		bt.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockClass, sequenceLock)
-		bt.Queue(`SELECT setval('fact_ids', $1) FROM fact_ids WHERE last_value < $1`, maxID)
-		bt.Queue(insertFactsSQL, rows.args()...)
-		if len(ev.ids) > 0 {
-			bt.Queue(linksSQL, ev.tenants, ev.ids, ev.episodes, ev.at)
-		}
-		if len(actorIDs) > 0 {
-			bt.Queue(`UPDATE facts f SET actor = a.actor FROM unnest($1::text[], $2::bigint[], $3::text[]) AS a(t, id, actor)
-				WHERE f.tenant_id = a.t AND f.fact_id = a.id`, actorTenants, actorIDs, actors)
-		}
-		// Writes after the import happen after its transaction times.
-		bt.Queue(`UPDATE sgam_meta SET value = greatest(value, $1) WHERE key = 'tx_floor'`, sgam.Micros(b.LatestInstant()))
-		return tx.SendBatch(ctx, bt).Close()
-	})
-	if err != nil {
-		return sgam.ImportStats{}, err
+	if len(actorIDs) > 0 {
+		bt.Queue(`UPDATE facts f SET actor = a.actor FROM unnest($1::text[], $2::bigint[], $3::text[]) AS a(t, id, actor)
+			WHERE f.tenant_id = a.t AND f.fact_id = a.id`, actorTenants, actorIDs, actors)
 	}
-	raise(&s.txHigh, sgam.Micros(b.LatestInstant()))
-	return st, nil
+	return t.send(bt)
 }
 
-// importStore answers ledger.PlanImport inside the import's transaction,
-// a query per question.
-type importStore struct {
-	ctx context.Context
-	tx  pgx.Tx
+// Observe implements engine.Tx: writes after the import happen after its
+// transaction times, in every process.
+func (t *tx) Observe(at int64) error {
+	if _, err := t.exec("import", `UPDATE sgam_meta SET value = greatest(value, $1) WHERE key = 'tx_floor'`, at); err != nil {
+		return err
+	}
+	raise(&t.s.txHigh, at)
+	return nil
 }
 
-func (is importStore) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.StoredFact, error) {
+// LockKeys implements engine.Tx.
+func (t *tx) LockKeys(keys []sgam.Key) error { return t.lock(keys) }
+
+// StoredFacts implements ledger.ImportStore.
+func (t *tx) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.StoredFact, error) {
 	ids := make([]int64, len(facts))
 	for i, f := range facts {
 		ids[i] = f.ID
 	}
-	rows, err := is.tx.Query(is.ctx, `SELECT `+storedFactColumns+`
+	rows, err := t.query(`SELECT `+storedFactColumns+`
 		FROM unnest($1::bigint[]) AS k(id)
 		JOIN LATERAL (SELECT * FROM facts f WHERE f.fact_id = k.id OFFSET 0) f ON true`, ids)
 	if err != nil {
@@ -231,12 +170,13 @@ func (is importStore) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.Store
 	return out, rows.Err()
 }
 
-func (is importStore) HasEpisodes(refs []ledger.EpisodeRef) (map[ledger.EpisodeRef]bool, error) {
+// HasEpisodes implements ledger.ImportStore.
+func (t *tx) HasEpisodes(refs []ledger.EpisodeRef) (map[ledger.EpisodeRef]bool, error) {
 	tenants, ids := make([]string, len(refs)), make([]string, len(refs))
 	for i, r := range refs {
 		tenants[i], ids[i] = r.Tenant, r.ID
 	}
-	rows, err := is.tx.Query(is.ctx, `SELECT e.tenant_id, e.episode_id FROM unnest($1::text[], $2::text[]) AS k(t, id)
+	rows, err := t.query(`SELECT e.tenant_id, e.episode_id FROM unnest($1::text[], $2::text[]) AS k(t, id)
 		JOIN LATERAL (SELECT * FROM episodes e WHERE e.tenant_id = k.t AND e.episode_id = k.id OFFSET 0) e ON true`, tenants, ids)
 	if err != nil {
 		return nil, err
@@ -253,16 +193,20 @@ func (is importStore) HasEpisodes(refs []ledger.EpisodeRef) (map[ledger.EpisodeR
 	return out, rows.Err()
 }
 
-func (is importStore) KeyRows(keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
-	return keyRows(is.ctx, is.tx, keys)
+// KeyRows implements ledger.ImportStore.
+func (t *tx) KeyRows(keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
+	if err := t.ensure(); err != nil {
+		return nil, err
+	}
+	return keyRows(t.ctx, t.c, keys)
 }
 
-// FactTenant returns the tenant of a stored fact id. Ids are store-wide
-// (one sequence), though the primary key leads with tenant_id for sharding;
-// the import runs with every tenant in scope to check that.
-func (is importStore) FactTenant(id int64) (string, error) {
+// FactTenant implements ledger.ImportStore: ids are store-wide (one
+// sequence), though the primary key leads with tenant_id for sharding; the
+// import runs with every tenant in scope to check that.
+func (t *tx) FactTenant(id int64) (string, error) {
 	var tenant string
-	err := is.tx.QueryRow(is.ctx, `SELECT tenant_id FROM facts WHERE fact_id = $1 LIMIT 1`, id).Scan(&tenant)
+	err := t.queryRow(`SELECT tenant_id FROM facts WHERE fact_id = $1 LIMIT 1`, id).Scan(&tenant)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -270,7 +214,9 @@ func (is importStore) FactTenant(id int64) (string, error) {
 }
 
 // keyRows returns every row of each key, as the temporal rules see them.
-func keyRows(ctx context.Context, tx pgx.Tx, keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
+func keyRows(ctx context.Context, tx interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
 	n := len(keys)
 	tenants, subjects, attributes, members := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, k := range keys {

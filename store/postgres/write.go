@@ -1,68 +1,18 @@
 package postgres
 
 import (
-	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/store/internal/engine"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
-
-// Assert implements sgam.Store.
-func (s *Store) Assert(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
-	return s.writeOne(ctx, ledger.AssertOne(s.limits, a, false))
-}
-
-// Add implements sgam.Store.
-func (s *Store) Add(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
-	return s.writeOne(ctx, ledger.AssertOne(s.limits, a, true))
-}
-
-// Retract implements sgam.Store.
-func (s *Store) Retract(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
-	return s.writeOne(ctx, ledger.RetractOne(s.limits, r, false))
-}
-
-// Remove implements sgam.Store.
-func (s *Store) Remove(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
-	return s.writeOne(ctx, ledger.RetractOne(s.limits, r, true))
-}
-
-// AssertMany implements sgam.Store.
-func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.WriteResult, error) {
-	if len(as) == 0 {
-		return nil, nil
-	}
-	build, err := ledger.AssertAll(s.limits, as)
-	if err != nil {
-		return nil, err
-	}
-	return s.write(ctx, writeReq{build: build, batch: "assertions"})
-}
-
-func (s *Store) writeOne(ctx context.Context, build ledger.Build) (sgam.WriteResult, error) {
-	res, err := s.write(ctx, writeReq{build: build})
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	return res[0], nil
-}
-
-// writeReq is one write transaction: build turns the input into ops under
-// the schema in force; batch names the operations in errors
-// ("assertions[i]"), empty for a single write; confirm is a pending
-// candidate to delete in the same transaction.
-type writeReq struct {
-	build   ledger.Build
-	batch   string
-	confirm *sgam.Candidate
-}
 
 // windowSQL loads, for each key (arrays of tenant, subject, attribute,
 // member, tmin, tmax), its believed rows from the one at or before tmin to the one
@@ -95,90 +45,44 @@ const windowSQL = `SELECT k.i, f.fact_id, f.value_text, f.valid_from, f.valid_to
 		 ORDER BY f.valid_from LIMIT 1)
 	) f ON true`
 
-// write applies ops in order in one transaction at one transaction
-// instant. batch names the operations in errors ("assertions[i]").
-func (s *Store) write(ctx context.Context, req writeReq) ([]sgam.WriteResult, error) {
-	var results []sgam.WriteResult
-	var instant int64
-	// Two round trips: BEGIN, locks, clock, schema version, ids and the
-	// keys' rows; then the writes and COMMIT (a third when results must be
-	// read back first, or episode kinds read for the conflict policies).
-	err := s.inConn(ctx, "write", func(c *pgxpool.Conn) error {
-		gov := s.readGov()
-		ops, err := req.build(gov, s.wallNow())
-		if err != nil {
-			return err
-		}
-		b := ledger.New(ops)
-		b.Gov = gov
-		ids, now, err := s.load(ctx, c, b, 2*len(ops), req.confirm, true) // an operation inserts at most two rows
-		if err != nil {
-			return err
-		}
-		if refs := b.KindsNeeded(); len(refs) > 0 {
-			kinds, err := episodeKinds(ctx, c, refs)
-			if err != nil {
-				return err
-			}
-			b.SetKinds(kinds)
-		}
-		if err := b.Apply(now, func() int64 { id := ids[0]; ids = ids[1:]; return id }, req.batch); err != nil {
-			return err
-		}
-		if len(b.Pending) > 0 {
-			if err := b.SettlePending(func(cand sgam.Candidate) (string, error) { return findPending(ctx, c, cand) }); err != nil {
-				return err
-			}
-		}
-		reads := b.NeedsReads()
-		bt := flushBatch(b, now)
-		if !reads {
-			bt.Queue("COMMIT")
-		}
-		if err := c.SendBatch(ctx, bt).Close(); err != nil {
-			return err
-		}
-		results, err = b.Results(func(k sgam.Key, id int64) (sgam.Fact, error) {
-			return readFact(ctx, c, k.Tenant, id)
-		})
-		if err != nil {
-			return err
-		}
-		if reads {
-			if _, err := c.Exec(ctx, "COMMIT"); err != nil {
-				return err
-			}
-		}
-		instant = now
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	raise(&s.txHigh, instant)
-	return results, nil
-}
+// headsSQL is the schema in force for each tenant of $1 (” for the
+// default's head): its own latest version (own), else the default's.
+const headsSQL = `SELECT t, coalesce((SELECT max(version) FROM schemas s WHERE s.tenant_id = t AND t <> ''), 0),
+		(SELECT coalesce(max(version), 0) FROM schemas WHERE tenant_id = '')
+	FROM unnest($1::text[]) AS t`
 
-// batchSender is a connection or a transaction.
-type batchSender interface {
-	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
-	QueryRow(context.Context, string, ...any) pgx.Row
-}
-
-// load begins the transaction (unless begin is false: the caller did), takes the keys' advisory locks, reads the
-// transaction instant and schema version, deletes the confirmed candidate,
-// draws nIDs fact ids and loads each key's window of believed rows, in one
-// round trip. When another process applied a schema since b's ops were
-// built, it loads the new schema and returns errSchemaChanged, to run the
-// write again from the start.
-func (s *Store) load(ctx context.Context, c batchSender, b *ledger.Batch, nIDs int, confirm *sgam.Candidate, begin bool) ([]int64, int64, error) {
-	tenant := b.Keys[0].Tenant
-	for _, k := range b.Keys {
-		if k.Tenant != tenant {
-			tenant = allTenants // a batch across tenants is an administrative load
-			break
+// scanHeads reads what headsSQL answers, and the heads that differ from want.
+func scanHeads(rows pgx.Rows, want map[string]ledger.Head) (changed map[string]ledger.Head, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		var tenant string
+		var own, def int
+		if err := rows.Scan(&tenant, &own, &def); err != nil {
+			return nil, err
+		}
+		if h := ledger.HeadOf(tenant, own, def); h != want[tenant] {
+			if changed == nil {
+				changed = map[string]ledger.Head{}
+			}
+			changed[tenant] = ledger.HeadOf(tenant, own, def)
 		}
 	}
+	return changed, rows.Err()
+}
+
+func headTenants(heads map[string]ledger.Head) []string {
+	out := make([]string, 0, len(heads))
+	for t := range heads {
+		out = append(out, t)
+	}
+	return out
+}
+
+// LoadBatch implements engine.Tx in one round trip: BEGIN, the scope, the
+// keys' advisory locks, the clock, the schema heads, the confirmed
+// candidate's deletion, the fact ids and each key's window of believed
+// rows.
+func (t *tx) LoadBatch(b *ledger.Batch, nIDs int, confirm *sgam.Candidate) (func() int64, int64, error) {
 	n := len(b.Keys)
 	tenants, subjects, attributes, members := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	tmins, tmaxs := make([]time.Time, n), make([]time.Time, n)
@@ -187,35 +91,40 @@ func (s *Store) load(ctx context.Context, c batchSender, b *ledger.Batch, nIDs i
 		tenants[i], subjects[i], attributes[i], members[i] = k.Tenant, k.Subject, k.Attribute, k.Member
 		tmins[i], tmaxs[i] = sgam.FromMicros(tmin), sgam.FromMicros(tmax)
 	}
+	heads := b.Govs.Heads()
 	bt := &pgx.Batch{}
-	if begin {
-		bt.Queue("BEGIN")
-	}
-	bt.Queue(scopeSQL, tenant)
+	steps := t.begin(bt)
 	bt.Queue(lockSQL, keyLocks(b.Keys))
-	bt.Queue(`SELECT clock_timestamp(), (SELECT value FROM sgam_meta WHERE key = 'tx_floor'),
-		(SELECT coalesce(max(version), 0) FROM schemas)`)
+	bt.Queue(clockSQL)
+	bt.Queue(headsSQL, headTenants(heads))
 	if confirm != nil {
 		bt.Queue(`DELETE FROM pending WHERE tenant_id = $1 AND pending_id = $2`, confirm.Tenant, confirm.ID)
 	}
 	bt.Queue(`SELECT nextval('fact_ids') FROM generate_series(1, $1) ORDER BY 1`, nIDs)
 	bt.Queue(windowSQL, tenants, subjects, attributes, members, tmins, tmaxs)
-	br := c.SendBatch(ctx, bt)
+	br := t.c.SendBatch(t.ctx, bt)
 	defer br.Close()
-	steps := 2 // scope, locks
-	if begin {
-		steps++
+	if err := skipBegin(br, steps); err != nil {
+		return nil, 0, err
 	}
-	for range steps {
-		if _, err := br.Exec(); err != nil {
-			return nil, 0, err
-		}
+	if _, err := br.Exec(); err != nil { // locks
+		return nil, 0, err
 	}
 	var dbNow time.Time
 	var floor int64
-	var version int
-	if err := br.QueryRow().Scan(&dbNow, &floor, &version); err != nil {
+	if err := br.QueryRow().Scan(&dbNow, &floor); err != nil {
 		return nil, 0, err
+	}
+	headRows, err := br.Query()
+	if err != nil {
+		return nil, 0, err
+	}
+	changed, err := scanHeads(headRows, heads)
+	if err != nil {
+		return nil, 0, err
+	}
+	if changed != nil {
+		return nil, 0, &engine.SchemaChanged{Heads: changed}
 	}
 	if confirm != nil {
 		tag, err := br.Exec()
@@ -223,15 +132,8 @@ func (s *Store) load(ctx context.Context, c batchSender, b *ledger.Batch, nIDs i
 			return nil, 0, err
 		}
 		if tag.RowsAffected() != 1 {
-			return nil, 0, sgam.Errorf(sgam.NotFound, "pending_id", "tenant %s has no pending candidate %q", confirm.Tenant, confirm.ID)
+			return nil, 0, engine.NoCandidate(confirm.Tenant, confirm.ID)
 		}
-	}
-	if version != b.Gov.Version {
-		br.Close()
-		if _, err := s.loadGov(ctx, c, version); err != nil {
-			return nil, 0, err
-		}
-		return nil, 0, errSchemaChanged
 	}
 	idRows, err := br.Query()
 	if err != nil {
@@ -241,15 +143,11 @@ func (s *Store) load(ctx context.Context, c batchSender, b *ledger.Batch, nIDs i
 	if err != nil {
 		return nil, 0, err
 	}
-	now := sgam.Micros(dbNow)
-	if s.clock != nil {
-		now = sgam.Micros(s.clock.Now())
-	}
-	now = max(now, s.txHigh.Load(), floor)
 	rows, err := br.Query()
 	if err != nil {
 		return nil, 0, err
 	}
+	var latest int64
 	loaded := make([][]temporal.Row, n)
 	for rows.Next() {
 		var i int64
@@ -273,7 +171,7 @@ func (s *Store) load(ctx context.Context, c batchSender, b *ledger.Batch, nIDs i
 		r.ValidFrom, r.RecordedAt, r.ValidTo, r.RetractedAt = sgam.Micros(validFrom), sgam.Micros(recordedAt), openOr(validTo), temporal.Open
 		// Transaction time never runs backwards for a key: a row is never
 		// retracted before it was recorded, whatever the clock.
-		now = max(now, r.RecordedAt)
+		latest = max(latest, r.RecordedAt)
 		loaded[i-1] = append(loaded[i-1], r)
 	}
 	rows.Close()
@@ -283,7 +181,71 @@ func (s *Store) load(ctx context.Context, c batchSender, b *ledger.Batch, nIDs i
 	for i, k := range b.Keys {
 		b.SetBelieved(k, loaded[i])
 	}
-	return ids, now, nil
+	if !t.fixed {
+		t.fix(dbNow, floor, latest)
+	}
+	now, err := t.Instant(latest)
+	if err != nil {
+		return nil, 0, err
+	}
+	return func() int64 { id := ids[0]; ids = ids[1:]; return id }, now, nil
+}
+
+// FlushBatch implements engine.Tx: one round trip, with COMMIT when last.
+func (t *tx) FlushBatch(b *ledger.Batch, now int64, last bool) error {
+	bt := flushBatch(b, now)
+	if last {
+		bt.Queue("COMMIT")
+		t.committed = true
+	}
+	return t.send(bt)
+}
+
+// ReadFact implements engine.Tx.
+func (t *tx) ReadFact(k sgam.Key, id int64) (sgam.Fact, error) {
+	return readFact(t.ctx, t.c, k.Tenant, id)
+}
+
+// EpisodeKinds implements engine.Tx.
+func (t *tx) EpisodeKinds(refs []ledger.EpisodeRef) (map[ledger.EpisodeRef]string, error) {
+	tenants, ids := make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		tenants[i], ids[i] = r.Tenant, r.ID
+	}
+	rows, err := t.query(`SELECT e.tenant_id, e.episode_id, e.kind FROM unnest($1::text[], $2::text[]) AS r(t, id)
+		JOIN episodes e ON e.tenant_id = r.t AND e.episode_id = r.id`, tenants, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[ledger.EpisodeRef]string, len(refs))
+	for rows.Next() {
+		var r ledger.EpisodeRef
+		var kind string
+		if err := rows.Scan(&r.Tenant, &r.ID, &kind); err != nil {
+			return nil, err
+		}
+		out[r] = kind
+	}
+	return out, rows.Err()
+}
+
+// FindPending implements engine.Tx.
+func (t *tx) FindPending(c sgam.Candidate) (string, error) {
+	var id string
+	err := t.queryRow(`SELECT pending_id FROM pending WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND member = $4
+		AND valid_from = $5 AND source = $6 AND value_text = $7 LIMIT 1`, c.Tenant, c.Subject, c.Attribute, string(c.Member),
+		c.ValidFrom, c.Source, string(c.Value)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
+// DeletePending implements engine.Tx.
+func (t *tx) DeletePending(tenant, id string) (bool, error) {
+	tag, err := t.exec("delete pending", `DELETE FROM pending WHERE tenant_id = $1 AND pending_id = $2`, tenant, id)
+	return tag.RowsAffected() == 1, err
 }
 
 // flushBatch returns the statements that write the ledgers' outcome. Order

@@ -6,15 +6,20 @@ import (
 	"fmt"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
-// Check implements sgam.Store. It reads one snapshot of the whole file.
-func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
+// Check implements engine.Reader. It reads one snapshot of the whole file.
+func (s *db) Check(ctx context.Context) ([]sgam.Violation, error) {
+	out, err := s.check(ctx)
+	return out, mapErr(err)
+}
+
+func (s *db) check(ctx context.Context) ([]sgam.Violation, error) {
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, mapErr("check", err)
+		return nil, fmt.Errorf("check: %w", err)
 	}
 	defer tx.Rollback()
 
@@ -22,7 +27,7 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT tenant, subject, attribute, member, fact_id, valid_from, valid_to, recorded_at, retracted_at
 		FROM facts ORDER BY tenant, subject, attribute, member, valid_from`)
 	if err != nil {
-		return nil, mapErr("check", err)
+		return nil, fmt.Errorf("check: %w", err)
 	}
 	var keys ledger.KeyChecker
 	for rows.Next() {
@@ -31,16 +36,16 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 		var validTo, retractedAt sql.NullInt64
 		if err := rows.Scan(&k.Tenant, &k.Subject, &k.Attribute, &k.Member, &r.ID, &r.ValidFrom, &validTo, &r.RecordedAt, &retractedAt); err != nil {
 			rows.Close()
-			return nil, mapErr("check", err)
+			return nil, fmt.Errorf("check: %w", err)
 		}
 		r.ValidTo, r.RetractedAt = openIfNull(validTo), openIfNull(retractedAt)
 		keys.Add(k, r)
 	}
 	if err := rows.Close(); err != nil {
-		return nil, mapErr("check", err)
+		return nil, fmt.Errorf("check: %w", err)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, mapErr("check", err)
+		return nil, fmt.Errorf("check: %w", err)
 	}
 	out := keys.Done()
 
@@ -60,28 +65,28 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 	for _, c := range perFact {
 		rows, err := tx.QueryContext(ctx, c.query)
 		if err != nil {
-			return nil, mapErr("check "+c.rule, err)
+			return nil, fmt.Errorf("check %s: %w", c.rule, err)
 		}
 		for rows.Next() {
 			var v sgam.Violation
 			var id int64
 			if err := rows.Scan(&id, &v.Tenant, &v.Subject, &v.Attribute); err != nil {
 				rows.Close()
-				return nil, mapErr("check "+c.rule, err)
+				return nil, fmt.Errorf("check %s: %w", c.rule, err)
 			}
 			v.Rule, v.FactIDs, v.Message = c.rule, []int64{id}, fmt.Sprintf(c.message, id)
 			out = append(out, v)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, mapErr("check "+c.rule, err)
+			return nil, fmt.Errorf("check %s: %w", c.rule, err)
 		}
 	}
 
 	// Foreign keys (evidence -> episodes, evidence -> facts) and the file.
 	fk, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
 	if err != nil {
-		return nil, mapErr("check foreign keys", err)
+		return nil, fmt.Errorf("check foreign keys: %w", err)
 	}
 	for fk.Next() {
 		var table, parent string
@@ -89,14 +94,14 @@ func (s *Store) Check(ctx context.Context) ([]sgam.Violation, error) {
 		var fkid int
 		if err := fk.Scan(&table, &rowid, &parent, &fkid); err != nil {
 			fk.Close()
-			return nil, mapErr("check foreign keys", err)
+			return nil, fmt.Errorf("check foreign keys: %w", err)
 		}
 		out = append(out, sgam.Violation{Rule: "foreign_key", Message: fmt.Sprintf("a row of %s points at a missing row of %s", table, parent)})
 	}
 	fk.Close()
 	var integrity string
 	if err := tx.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&integrity); err != nil {
-		return nil, mapErr("check integrity", err)
+		return nil, fmt.Errorf("check integrity: %w", err)
 	}
 	if integrity != "ok" {
 		out = append(out, sgam.Violation{Rule: "integrity", Message: "SQLite quick_check: " + integrity})

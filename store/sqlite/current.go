@@ -155,6 +155,20 @@ func (c *currentCache) committed(keys []sgam.Key, before uint32) {
 	}
 }
 
+// dropAll drops every entry after a commit that deleted rows (forget,
+// expiry), which may touch any key.
+func (c *currentCache) dropAll() {
+	h, ok := c.wal.header()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.entries)
+	c.seen = walHeader{} // never matches a consistent header: next read resyncs
+	if ok {
+		c.seen = h
+	}
+}
+
 func cloneFact(f *sgam.Fact) *sgam.Fact {
 	c := *f
 	c.Value = append([]byte(nil), f.Value...)

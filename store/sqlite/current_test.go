@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,17 +19,17 @@ func TestCacheIsOnAndHits(t *testing.T) {
 	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "c.db"), Options{})
 	require.NoError(t, err)
 	defer s.Close()
-	require.NotNil(t, s.cache, "the current-read cache is off")
+	require.NotNil(t, s.d.cache, "the current-read cache is off")
 	k := sgam.Key{Tenant: "acme", Subject: "mira", Attribute: "city"}
 	_, err = s.Assert(t.Context(), sgam.Assertion{Key: k, Value: []byte(`"Oslo"`), ValidFrom: time.Now().Add(-time.Hour), Source: "e1"})
 	require.NoError(t, err)
 	_, err = s.Get(t.Context(), k, sgam.At{})
 	require.NoError(t, err)
-	f, hit := s.cache.lookup(k, sgam.Micros(time.Now()))
+	f, hit := s.d.cache.lookup(k, sgam.Micros(time.Now()))
 	require.True(t, hit, "the second read is a hit")
 	require.Equal(t, `"Oslo"`, string(f.Value))
 	f.Value[1] = 'X'
-	again, _ := s.cache.lookup(k, sgam.Micros(time.Now()))
+	again, _ := s.d.cache.lookup(k, sgam.Micros(time.Now()))
 	require.Equal(t, `"Oslo"`, string(again.Value), "callers get copies")
 }
 
@@ -42,9 +43,9 @@ func TestWALIndexViewOutlivesItsStore(t *testing.T) {
 	require.NoError(t, err)
 	b, err := Open(t.Context(), path, Options{})
 	require.NoError(t, err)
-	require.NotNil(t, a.cache)
-	require.Same(t, a.cache.wal, b.cache.wal, "one view per -shm file")
-	w := a.cache.wal
+	require.NotNil(t, a.d.cache)
+	require.Same(t, a.d.cache.wal, b.d.cache.wal, "one view per -shm file")
+	w := a.d.cache.wal
 	require.NoError(t, a.Close())
 	views.mu.Lock()
 	require.Equal(t, 1, w.refs)
@@ -98,15 +99,28 @@ func TestWALIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	defer other.Close()
 
+	// A reader holds a snapshot through each burst, as a long read would,
+	// so that no checkpoint can start the WAL over meanwhile.
+	hold := func() func() {
+		rtx, err := other.d.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, rtx.QueryRowContext(ctx, `SELECT count(*) FROM facts`).Scan(&n))
+		return func() { require.NoError(t, rtx.Rollback()) }
+	}
+	release := hold()
 	burst(s, 0)
 	require.Greater(t, walSize(), int64(2*limit), "the burst grew the WAL")
+	release()
 	for range 3 { // copy, see no commit since, truncate
-		s.ckpt.step()
+		s.d.ckpt.step()
 	}
 	require.Zero(t, walSize(), "an idle store truncates the WAL")
 
+	release = hold()
 	burst(s, 100)
 	require.Greater(t, walSize(), int64(2*limit))
+	release()
 	require.NoError(t, s.Close())
 	require.LessOrEqual(t, walSize(), int64(limit), "closing truncates the WAL while the file stays open elsewhere")
 

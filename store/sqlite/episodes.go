@@ -3,9 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
 )
 
 const episodeColumns = `tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, '')`
@@ -25,89 +26,43 @@ func scanEpisode(sc scanner) (sgam.Episode, error) {
 	return e, nil
 }
 
-// AddEpisode implements sgam.Store.
-func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (sgam.Episode, error) {
-	explicitTime := !e.OccurredAt.IsZero()
-	now := s.clock.Now()
-	e, err := s.limits.CheckNewEpisode(e, now)
-	if err != nil {
-		return e, err
-	}
-	if err := (ledger.Gov{}).CheckRetention(e.Retention); err != nil {
-		return e, err
-	}
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return e, err
-	}
-	defer tx.rollback()
-	if e.Retention != "" {
-		// The class must be one the schema in force declares.
-		gov, err := s.currentGov(ctx)
-		if err != nil {
-			return e, err
-		}
-		if err := gov.CheckRetention(e.Retention); err != nil {
-			return e, err
-		}
-	}
-
-	if e.IdempotencyKey != "" {
-		have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND idempotency_key = ?2`, e.Tenant, e.IdempotencyKey))
-		switch {
-		case err == nil:
-			if e.ID == "" {
-				e.ID = have.ID
-			}
-			if !sameEpisode(have, e, explicitTime) {
-				return e, sgam.Errorf(sgam.Conflict, "idempotency_key", "episode %s was already captured under idempotency key %q with different content", have.ID, e.IdempotencyKey)
-			}
-			return have, nil
-		case err != sql.ErrNoRows:
-			return e, mapErr("add episode", err)
-		}
-	}
-	if e.ID == "" {
-		e.ID = ledger.NewEpisodeID()
-	}
-	have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, e.Tenant, e.ID))
+// found turns a single-row read into (row, found, error).
+func found[T any](v T, err error, what string) (T, bool, error) {
 	switch {
-	case err == sql.ErrNoRows:
-		recorded, err := tx.now()
-		if err != nil {
-			return e, err
-		}
-		e.RecordedAt = sgam.FromMicros(recorded)
-		if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
-			sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention)); err != nil {
-			return e, mapErr("add episode", err)
-		}
+	case errors.Is(err, sql.ErrNoRows):
+		return v, false, nil
 	case err != nil:
-		return e, mapErr("add episode", err)
-	case ledger.IsPlaceholder(have):
-		// A write named this episode before it was captured: fill it in,
-		// keeping when the store first heard of it.
-		e.RecordedAt = have.RecordedAt
-		if _, err := s.w.ExecContext(ctx, `UPDATE episodes SET session = ?, kind = ?, content = ?, occurred_at = ?, metadata = ?, idempotency_key = ?, retention = ?
-			WHERE tenant = ? AND episode_id = ?`, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
-			nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention), e.Tenant, e.ID); err != nil {
-			return e, mapErr("add episode", err)
-		}
-	case sameEpisode(have, e, explicitTime):
-		return have, nil
-	default:
-		return e, sgam.Errorf(sgam.Conflict, "episode_id", "episode %s already exists with different content", e.ID)
+		return v, false, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := tx.commit(nil); err != nil {
-		return e, err
-	}
-	return e, nil
+	return v, true, nil
 }
 
-// sameEpisode is ledger.SameEpisode, the retention class included.
-func sameEpisode(have, e sgam.Episode, explicitTime bool) bool {
-	return ledger.SameEpisode(have, e, explicitTime) && have.Retention == e.Retention
+// EpisodeByID implements engine.Tx (the write lock holds every row).
+func (t *tx) EpisodeByID(tenant, id string) (sgam.Episode, bool, error) {
+	e, err := scanEpisode(t.s.w.QueryRowContext(t.ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, tenant, id))
+	return found(e, err, "read episode")
+}
+
+// EpisodeByKey implements engine.Tx.
+func (t *tx) EpisodeByKey(tenant, key string) (sgam.Episode, bool, error) {
+	e, err := scanEpisode(t.s.w.QueryRowContext(t.ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND idempotency_key = ?2`, tenant, key))
+	return found(e, err, "read episode")
+}
+
+// InsertEpisode implements engine.Tx.
+func (t *tx) InsertEpisode(e sgam.Episode) error {
+	_, err := t.exec("add episode "+e.ID, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
+		sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention))
+	return err
+}
+
+// FillPlaceholder implements engine.Tx.
+func (t *tx) FillPlaceholder(e sgam.Episode) error {
+	_, err := t.exec("add episode "+e.ID, `UPDATE episodes SET session = ?, kind = ?, content = ?, occurred_at = ?, metadata = ?, idempotency_key = ?, retention = ?
+		WHERE tenant = ? AND episode_id = ?`, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
+		nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention), e.Tenant, e.ID)
+	return err
 }
 
 func nullString(s string) any {
@@ -117,46 +72,82 @@ func nullString(s string) any {
 	return s
 }
 
-// Episode implements sgam.Store.
-func (s *Store) Episode(ctx context.Context, tenant, id string) (sgam.Episode, error) {
-	if err := sgam.CheckTenant(tenant); err != nil {
-		return sgam.Episode{}, err
-	}
-	if err := sgam.CheckEpisodeID("episode_id", id); err != nil {
-		return sgam.Episode{}, err
-	}
+// Episode implements engine.Reader.
+func (s *db) Episode(ctx context.Context, tenant, id string) (sgam.Episode, bool, error) {
 	e, err := scanEpisode(s.rst.episode.QueryRowContext(ctx, tenant, id))
-	if err == sql.ErrNoRows {
-		return e, sgam.Errorf(sgam.NotFound, "episode_id", "tenant %s has no episode %s", tenant, id)
-	}
-	return e, mapErr("get episode", err)
+	e, ok, err := found(e, err, "get episode")
+	return e, ok, mapErr(err)
 }
 
-// Episodes implements sgam.Store.
-func (s *Store) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error) {
-	q, err := q.Check()
-	if err != nil {
-		return nil, err
-	}
-	limit := q.Limit
+// Episodes implements engine.Reader.
+func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error) {
 	query := `SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 ORDER BY occurred_at, episode_id LIMIT ?2`
-	args := []any{q.Tenant, limit}
+	args := []any{q.Tenant, q.Limit}
 	if q.Session != "" {
 		query = `SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 AND session = ?3 ORDER BY occurred_at, episode_id LIMIT ?2`
 		args = append(args, q.Session)
 	}
 	rows, err := s.rdb.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, mapErr("list episodes", err)
+		return nil, mapErr(fmt.Errorf("list episodes: %w", err))
 	}
 	defer rows.Close()
 	out := []sgam.Episode{}
 	for rows.Next() {
 		e, err := scanEpisode(rows)
 		if err != nil {
-			return nil, mapErr("list episodes", err)
+			return nil, mapErr(fmt.Errorf("list episodes: %w", err))
 		}
 		out = append(out, e)
 	}
-	return out, mapErr("list episodes", rows.Err())
+	return out, mapErr(rows.Err())
+}
+
+const pendingColumns = `tenant, pending_id, subject, attribute, member, value, valid_from, source, reason, conflicts_with, recorded_at, schema_version`
+
+func scanCandidate(sc scanner) (sgam.Candidate, error) {
+	var c sgam.Candidate
+	var member, value string
+	var validFrom, recordedAt int64
+	var conflicts sql.NullInt64
+	if err := sc.Scan(&c.Tenant, &c.ID, &c.Subject, &c.Attribute, &member, &value, &validFrom, &c.Source, &c.Reason,
+		&conflicts, &recordedAt, &c.SchemaVersion); err != nil {
+		return c, err
+	}
+	if member != "" {
+		c.Member = []byte(member)
+	}
+	c.Value = []byte(value)
+	c.ValidFrom, c.RecordedAt = sgam.FromMicros(validFrom), sgam.FromMicros(recordedAt)
+	if conflicts.Valid {
+		id := conflicts.Int64
+		c.ConflictsWith = &id
+	}
+	return c, nil
+}
+
+// Pending implements engine.Reader.
+func (s *db) Pending(ctx context.Context, q sgam.PendingQuery) ([]sgam.Candidate, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+pendingColumns+` FROM pending
+		WHERE tenant = ?1 AND (?2 = '' OR subject = ?2) ORDER BY recorded_at, pending_id LIMIT ?3`, q.Tenant, q.Subject, q.Limit)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("list pending: %w", err))
+	}
+	defer rows.Close()
+	out := []sgam.Candidate{}
+	for rows.Next() {
+		c, err := scanCandidate(rows)
+		if err != nil {
+			return nil, mapErr(fmt.Errorf("list pending: %w", err))
+		}
+		out = append(out, c)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// Candidate implements engine.Reader.
+func (s *db) Candidate(ctx context.Context, tenant, id string) (sgam.Candidate, bool, error) {
+	c, err := scanCandidate(s.rdb.QueryRowContext(ctx, `SELECT `+pendingColumns+` FROM pending WHERE tenant = ? AND pending_id = ?`, tenant, id))
+	c, ok, err := found(c, err, "read pending")
+	return c, ok, mapErr(err)
 }

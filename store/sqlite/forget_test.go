@@ -124,7 +124,7 @@ func TestExpireInBatches(t *testing.T) {
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sgam.db"), sqlite.Options{Clock: clock})
 	require.NoError(t, err)
 	defer s.Close()
-	_, err = s.ApplySchema(ctx, []byte("retention: {session: 1d}\nattributes:\n  note: {memory: task, type: string}\n"), false)
+	_, err = s.ApplyDefaultSchema(ctx, []byte("retention: {session: 1d}\nattributes:\n  note: {memory: task, type: string}\n"), false)
 	require.NoError(t, err)
 	const n = 2050
 	var as []sgam.Assertion

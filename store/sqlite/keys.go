@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/sgam-dev/sgam"
@@ -13,16 +14,11 @@ var _ apikey.Store = (*Store)(nil)
 
 // InsertKey implements apikey.Store.
 func (s *Store) InsertKey(ctx context.Context, k apikey.Stored) error {
-	tx, err := s.begin(ctx)
-	if err != nil {
+	return s.d.writeOnly(ctx, func(t *tx) error {
+		_, err := t.exec("create key", `INSERT INTO api_keys (key_id, tenant, role, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			k.ID, k.Tenant, string(k.Role), k.Name, k.Hash, sgam.Micros(k.CreatedAt))
 		return err
-	}
-	defer tx.rollback()
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO api_keys (key_id, tenant, role, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		k.ID, k.Tenant, string(k.Role), k.Name, k.Hash, sgam.Micros(k.CreatedAt)); err != nil {
-		return mapErr("create key", err)
-	}
-	return tx.commit(nil)
+	})
 }
 
 const keyColumns = `key_id, tenant, role, name, created_at, revoked_at`
@@ -41,12 +37,13 @@ func scanKey(sc scanner, extra ...any) (apikey.Key, error) {
 // KeyByID implements apikey.Store.
 func (s *Store) KeyByID(ctx context.Context, id string) (apikey.Stored, error) {
 	var st apikey.Stored
-	k, err := scanKey(s.rdb.QueryRowContext(ctx, `SELECT `+keyColumns+`, secret_hash FROM api_keys WHERE key_id = ?`, id), &st.Hash)
-	if err == sql.ErrNoRows {
-		return st, sgam.Errorf(sgam.NotFound, "key_id", "there is no key %s", id)
-	}
+	k, err := scanKey(s.d.rdb.QueryRowContext(ctx, `SELECT `+keyColumns+`, secret_hash FROM api_keys WHERE key_id = ?`, id), &st.Hash)
 	st.Key = k
-	return st, mapErr("read key", err)
+	_, ok, err := found(k, err, "read key")
+	if err == nil && !ok {
+		err = sgam.Errorf(sgam.NotFound, "key_id", "there is no key %s", id)
+	}
+	return st, mapErr(err)
 }
 
 // ListKeys implements apikey.Store.
@@ -54,39 +51,48 @@ func (s *Store) ListKeys(ctx context.Context, tenant string) ([]apikey.Key, erro
 	if err := sgam.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE tenant = ? ORDER BY created_at, key_id`, tenant)
+	rows, err := s.d.rdb.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE tenant = ? ORDER BY created_at, key_id`, tenant)
 	if err != nil {
-		return nil, mapErr("list keys", err)
+		return nil, mapErr(fmt.Errorf("list keys: %w", err))
 	}
 	defer rows.Close()
 	out := []apikey.Key{}
 	for rows.Next() {
 		k, err := scanKey(rows)
 		if err != nil {
-			return nil, mapErr("list keys", err)
+			return nil, mapErr(fmt.Errorf("list keys: %w", err))
 		}
 		out = append(out, k)
 	}
-	return out, mapErr("list keys", rows.Err())
+	return out, mapErr(rows.Err())
 }
 
 // RevokeKey implements apikey.Store.
 func (s *Store) RevokeKey(ctx context.Context, tenant, id string, at time.Time) error {
-	tx, err := s.begin(ctx)
-	if err != nil {
+	return s.d.writeOnly(ctx, func(t *tx) error {
+		n, err := t.exec("revoke key", `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE tenant = ? AND key_id = ?`,
+			sgam.Micros(at), tenant, id)
+		if err == nil && n != 1 {
+			err = sgam.Errorf(sgam.NotFound, "key_id", "tenant %s has no key %s", tenant, id)
+		}
 		return err
-	}
-	defer tx.rollback()
-	res, err := s.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE tenant = ? AND key_id = ?`,
-		sgam.Micros(at), tenant, id)
+	})
+}
+
+// writeOnly runs fn in a write transaction of this driver's own.
+func (s *db) writeOnly(ctx context.Context, fn func(*tx) error) error {
+	t, err := s.begin(ctx)
 	if err != nil {
-		return mapErr("revoke key", err)
+		return mapErr(err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return sgam.Errorf(sgam.NotFound, "key_id", "tenant %s has no key %s", tenant, id)
+	defer t.rollback()
+	if err := fn(t); err != nil {
+		return mapErr(err)
 	}
-	return tx.commit(nil)
+	return mapErr(t.commit())
 }
 
 // OpenConns reports the connections the store holds open (for metrics).
-func (s *Store) OpenConns() int { return s.rdb.Stats().OpenConnections + s.wdb.Stats().OpenConnections }
+func (s *Store) OpenConns() int {
+	return s.d.rdb.Stats().OpenConnections + s.d.wdb.Stats().OpenConnections
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"slices"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
@@ -86,7 +88,10 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		SELECT ` + factColumns("?3") + ` FROM chain c JOIN facts f ON f.fact_id = c.id
 		WHERE f.tenant = ?2 ORDER BY c.depth`)
 	r.episode = prep(`SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`)
-	return mapErr("prepare", p.err)
+	if p.err != nil {
+		return mapErr(fmt.Errorf("prepare: %w", p.err))
+	}
+	return nil
 }
 
 // preparer prepares statements one after the other and keeps the first
@@ -113,38 +118,22 @@ func (p *preparer) prep(query string) *sql.Stmt {
 	return st
 }
 
-// Get implements sgam.Store. Current reads (no AsOf, no KnownAt) are
-// answered from the current-read cache when it has the key.
-func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
-	if err := key.Check(); err != nil {
-		return nil, err
+// resolve returns the two instants of a read, zero ones being now.
+func (s *db) resolve(at sgam.At) (int64, int64) {
+	now := s.clock.Now()
+	if at.AsOf.IsZero() {
+		at.AsOf = now
 	}
-	g := s.readGov()
-	if err := g.CheckGet(key); err != nil {
-		return nil, err
+	if at.KnownAt.IsZero() {
+		at.KnownAt = now
 	}
-	// During a rename's dual-read window the old and the new key may both
-	// answer: the value that starts latest is the newer (the new key wins
-	// a tie).
-	var best *sgam.Fact
-	for _, k := range g.ReadKeys(key, s.clock.Now()) {
-		f, err := s.get(ctx, k, at)
-		if err != nil {
-			return nil, err
-		}
-		if f != nil && (best == nil || !f.ValidFrom.Before(best.ValidFrom)) {
-			best = f
-		}
-	}
-	return best, nil
+	return sgam.Micros(at.AsOf), sgam.Micros(at.KnownAt)
 }
 
-func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
-	asOf, knownAt, err := at.Resolve(s.clock.Now())
-	if err != nil {
-		return nil, err
-	}
-	v, k := sgam.Micros(asOf), sgam.Micros(knownAt)
+// Get implements engine.Reader. Current reads (no AsOf, no KnownAt) are
+// answered from the current-read cache when it has the key.
+func (s *db) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, error) {
+	v, k := s.resolve(at)
 	current := s.cache != nil && at.AsOf.IsZero() && at.KnownAt.IsZero()
 	var gen uint64
 	if current {
@@ -155,7 +144,7 @@ func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	}
 	got, found, err := s.gets.getRow(ctx, key, v, k)
 	if err != nil {
-		return nil, mapErr("get "+key.String(), err)
+		return nil, mapErr(fmt.Errorf("get %s: %w", key, err))
 	}
 	if !found || got.validTo <= v {
 		return nil, nil // no row, or a gap: nothing holds at v
@@ -182,71 +171,42 @@ func (s *Store) get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, 
 	return &f, nil
 }
 
-// State implements sgam.Store.
-func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
-	if err := sgam.CheckTenant(tenant); err != nil {
-		return nil, err
-	}
-	if err := sgam.CheckSubject(subject); err != nil {
-		return nil, err
-	}
-	asOf, knownAt, err := at.Resolve(s.clock.Now())
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.rst.state.QueryContext(ctx, tenant, subject, sgam.Micros(asOf), sgam.Micros(knownAt))
+// State implements engine.Reader.
+func (s *db) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
+	v, k := s.resolve(at)
+	rows, err := s.rst.state.QueryContext(ctx, tenant, subject, v, k)
 	return collectFacts(rows, err, "state of "+subject)
 }
 
-// Members implements sgam.Store.
-func (s *Store) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.Fact, error) {
-	key.Member = ""
-	if err := key.Check(); err != nil {
-		return nil, err
-	}
-	asOf, knownAt, err := at.Resolve(s.clock.Now())
-	if err != nil {
-		return nil, err
-	}
-	var out []sgam.Fact
-	keys := s.readGov().ReadKeys(key, s.clock.Now())
-	slices.Reverse(keys) // the new name first during a dual-read window
-	for _, k := range keys {
-		rows, err := s.rst.members.QueryContext(ctx, k.Tenant, k.Subject, k.Attribute, sgam.Micros(asOf), sgam.Micros(knownAt))
-		if out, err = collectFacts(rows, err, "members of "+k.String()); err != nil || len(out) > 0 {
-			return out, err
-		}
-	}
-	return out, nil
+// Members implements engine.Reader.
+func (s *db) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.Fact, error) {
+	v, k := s.resolve(at)
+	rows, err := s.rst.members.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, v, k)
+	return collectFacts(rows, err, "members of "+key.String())
 }
 
-// History implements sgam.Store.
-func (s *Store) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) {
-	if err := key.Check(); err != nil {
-		return nil, err
-	}
-	key = s.readGov().ReadKeys(key, s.clock.Now())[0]
+// History implements engine.Reader.
+func (s *db) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) {
 	rows, err := s.rst.history.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, temporal.Open, key.Member)
 	return collectFacts(rows, err, "history of "+key.String())
 }
 
-// Trace implements sgam.Store.
-func (s *Store) Trace(ctx context.Context, tenant string, factID int64) (sgam.Trace, error) {
-	if err := sgam.CheckTenant(tenant); err != nil {
-		return sgam.Trace{}, err
-	}
+// Trace implements engine.Reader.
+func (s *db) Trace(ctx context.Context, tenant string, factID int64) (sgam.Trace, error) {
+	tr, err := s.trace(ctx, tenant, factID)
+	return tr, mapErr(err)
+}
+
+func (s *db) trace(ctx context.Context, tenant string, factID int64) (sgam.Trace, error) {
 	// One read transaction: the chain and its episodes from one snapshot.
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return sgam.Trace{}, mapErr("trace", err)
+		return sgam.Trace{}, fmt.Errorf("trace: %w", err)
 	}
 	defer tx.Rollback()
 	chain, err := collectFacts(tx.StmtContext(ctx, s.rst.trace).QueryContext(ctx, factID, tenant, temporal.Open))
-	if err != nil {
-		return sgam.Trace{}, err
-	}
-	if len(chain) == 0 {
-		return sgam.Trace{}, sgam.Errorf(sgam.NotFound, "fact_id", "tenant %s has no fact %d", tenant, factID)
+	if err != nil || len(chain) == 0 {
+		return sgam.Trace{Chain: chain}, err
 	}
 	tr := sgam.Trace{Chain: chain, Episodes: []sgam.Episode{}}
 	seen := map[string]bool{}
@@ -259,12 +219,99 @@ func (s *Store) Trace(ctx context.Context, tenant string, factID int64) (sgam.Tr
 			seen[id] = true
 			e, err := scanEpisode(epStmt.QueryRowContext(ctx, tenant, id))
 			if err != nil {
-				return sgam.Trace{}, mapErr("trace episode "+id, err)
+				return sgam.Trace{}, fmt.Errorf("trace episode %s: %w", id, err)
 			}
 			tr.Episodes = append(tr.Episodes, e)
 		}
 	}
 	return tr, nil
+}
+
+// Receipts implements engine.Reader.
+func (s *db) Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT receipt FROM audit WHERE tenant = ? ORDER BY at, rowid`, tenant)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("list receipts: %w", err))
+	}
+	defer rows.Close()
+	out := []sgam.Receipt{}
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, mapErr(fmt.Errorf("list receipts: %w", err))
+		}
+		var rc sgam.Receipt
+		if err := json.Unmarshal(body, &rc); err != nil {
+			return nil, &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("list receipts: a stored receipt does not parse: %v", err), Err: err}
+		}
+		out = append(out, rc)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// SchemaHead implements engine.Reader.
+func (s *db) SchemaHead(ctx context.Context, tenant string) (ledger.Head, error) {
+	h, err := scanHead(s.rdb.QueryRowContext(ctx, headQuery, tenant), tenant)
+	return h, mapErr(err)
+}
+
+const schemaColumns = `tenant, version, hash, applied_at, body`
+
+func schemaVersion(sc scanner) (sgam.SchemaVersion, bool, error) {
+	var v sgam.SchemaVersion
+	var at int64
+	var body []byte
+	err := sc.Scan(&v.Tenant, &v.Version, &v.Hash, &at, &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, false, nil
+	}
+	if err != nil {
+		return v, false, fmt.Errorf("read schema: %w", err)
+	}
+	v.Body, v.AppliedAt, v.StoreDefault = body, sgam.FromMicros(at), v.Tenant == ""
+	return v, true, nil
+}
+
+// SchemaVersion implements engine.Reader.
+func (s *db) SchemaVersion(ctx context.Context, h ledger.Head) (sgam.SchemaVersion, bool, error) {
+	v, found, err := schemaVersion(s.rdb.QueryRowContext(ctx, `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? AND version = ?`, h.Owner, h.Version))
+	return v, found, mapErr(err)
+}
+
+// SchemaVersions implements engine.Reader.
+func (s *db) SchemaVersions(ctx context.Context, owner string) ([]sgam.SchemaVersion, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? ORDER BY version`, owner)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("read schemas: %w", err))
+	}
+	defer rows.Close()
+	var out []sgam.SchemaVersion
+	for rows.Next() {
+		v, _, err := schemaVersion(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, v)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// SchemaOwners implements engine.Reader.
+func (s *db) SchemaOwners(ctx context.Context) ([]string, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT DISTINCT tenant FROM schemas WHERE tenant <> '' ORDER BY tenant`)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("read schemas: %w", err))
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, mapErr(fmt.Errorf("read schemas: %w", err))
+		}
+		out = append(out, t)
+	}
+	return out, mapErr(rows.Err())
 }
 
 func collectFacts(rows *sql.Rows, err error, what ...string) ([]sgam.Fact, error) {
@@ -273,16 +320,19 @@ func collectFacts(rows *sql.Rows, err error, what ...string) ([]sgam.Fact, error
 		name = what[0]
 	}
 	if err != nil {
-		return nil, mapErr(name, err)
+		return nil, mapErr(fmt.Errorf("%s: %w", name, err))
 	}
 	defer rows.Close()
 	out := []sgam.Fact{}
 	for rows.Next() {
 		f, err := scanFact(rows)
 		if err != nil {
-			return nil, mapErr(name, err)
+			return nil, mapErr(fmt.Errorf("%s: %w", name, err))
 		}
 		out = append(out, f)
 	}
-	return out, mapErr(name, rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(fmt.Errorf("%s: %w", name, err))
+	}
+	return out, nil
 }

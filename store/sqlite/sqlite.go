@@ -21,7 +21,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/store/internal/engine"
 )
 
 //go:embed migrations/*.sql
@@ -51,13 +51,22 @@ type Options struct {
 	WALLimitMiB int
 	// MustExist makes Open fail with NotFound instead of creating a new file.
 	MustExist bool
+	// Observer, when set, is told of every store operation.
+	Observer sgam.Observer
 }
 
-// Store is the embedded SQLite store. It is safe for concurrent use.
+// Store is the embedded SQLite store: the engine (every sgam.Store
+// method) over this package's driver. It is safe for concurrent use, and
+// several processes may open one file at once.
 type Store struct {
-	path   string
-	clock  sgam.Clock
-	limits sgam.Limits
+	*engine.Store
+	d *db
+}
+
+// db is the driver: the connections and the SQL.
+type db struct {
+	path  string
+	clock sgam.Clock
 
 	wdb  *sql.DB
 	wmu  sync.Mutex // serializes writers of this process; BEGIN IMMEDIATE serializes processes
@@ -69,12 +78,9 @@ type Store struct {
 	rst  readStmts
 	gets *getPool
 
-	cache *currentCache // nil when off
-	ckpt  *checkpointer
-	gov   atomic.Pointer[ledger.Gov]
-	// govChecked is when readGov last looked for a new schema version.
-	govChecked atomic.Int64
-	closed     atomic.Bool
+	cache  *currentCache // nil when off
+	ckpt   *checkpointer
+	closed atomic.Bool
 }
 
 var _ sgam.Store = (*Store)(nil)
@@ -105,7 +111,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
 	}
-	s := &Store{path: path, clock: opts.Clock, limits: opts.Limits.WithDefaults(), bulk: map[bulkKey]*sql.Stmt{}}
+	s := &db{path: path, clock: opts.Clock, bulk: map[bulkKey]*sql.Stmt{}}
 
 	q := url.Values{}
 	q.Set("_busy_timeout", "10000")
@@ -138,10 +144,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	if _, err := s.currentGov(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
 	if !opts.NoCache {
 		s.cache = newCurrentCache(openWALIndex(path))
 	}
@@ -168,16 +170,22 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.gets = newGetPool(path+"?"+q.Encode(), opts.ReadConns)
-	return s, nil
+	return &Store{Store: engine.New(s, engine.Options{Limits: opts.Limits, Observer: opts.Observer}), d: s}, nil
 }
 
 // Path returns the database file's path.
-func (s *Store) Path() string { return s.path }
+func (s *Store) Path() string { return s.d.path }
+
+// Now returns the store clock's current instant.
+func (s *Store) Now() time.Time { return s.d.clock.Now() }
+
+// Clock implements engine.Driver.
+func (s *db) Clock() sgam.Clock { return s.clock }
 
 // Close truncates the WAL when no other process is in the way, and closes
 // every connection; when it closes the file's last connection, SQLite
 // checkpoints the WAL and removes it.
-func (s *Store) Close() error {
+func (s *db) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
@@ -212,7 +220,7 @@ func (s *Store) Close() error {
 // migrate applies the embedded migrations the file has not seen yet, in
 // one IMMEDIATE transaction, so two processes opening a new file at once
 // migrate it once.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *db) migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
 		return err
@@ -265,12 +273,15 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Now returns the store clock's current instant.
-func (s *Store) Now() time.Time { return s.clock.Now() }
+// Write implements engine.Driver: an IMMEDIATE transaction on the writer
+// connection. Errors are mapped here, once.
+func (s *db) Write(ctx context.Context, _ string, fn func(engine.Tx) error) error {
+	return s.writeOnly(ctx, func(t *tx) error { return fn(t) })
+}
 
-// writeTx is an IMMEDIATE transaction on the writer connection.
-type writeTx struct {
-	s        *Store
+// tx is an IMMEDIATE transaction on the writer connection.
+type tx struct {
+	s        *db
 	ctx      context.Context
 	finished bool
 
@@ -280,56 +291,62 @@ type writeTx struct {
 	// carried: the transaction inserted fact rows above every earlier id,
 	// recorded at instant, so the clock needs no write of its own.
 	carried bool
+	// keys are the keys written, for the current-read cache; deleting
+	// (forget, expiry) drops the whole cache instead.
+	keys     []sgam.Key
+	deleting bool
 }
+
+var _ engine.Tx = (*tx)(nil)
 
 // begin starts an IMMEDIATE write transaction on the writer connection.
 // The caller must end it with commit or rollback (rollback after commit is
 // a no-op, for defer).
-func (s *Store) begin(ctx context.Context) (*writeTx, error) {
+func (s *db) begin(ctx context.Context) (*tx, error) {
 	s.wmu.Lock()
 	if _, err := s.w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		s.wmu.Unlock()
-		return nil, mapErr("begin write", err)
+		return nil, fmt.Errorf("begin write: %w", err)
 	}
-	return &writeTx{s: s, ctx: ctx}, nil
+	return &tx{s: s, ctx: ctx}, nil
 }
 
-// now returns the transaction's instant: the store clock, or the latest
-// transaction time already written if the clock is behind it (set back, or
-// another process's clock runs ahead). Every row the transaction writes is
+// Instant implements engine.Tx: the store clock, or the latest transaction
+// time already written if the clock is behind it (set back, or another
+// process's clock runs ahead). Every row the transaction writes is
 // recorded at this instant.
-func (tx *writeTx) now() (int64, error) {
-	if tx.clockKnown {
-		return tx.instant, nil
+func (t *tx) Instant(atLeast int64) (int64, error) {
+	if !t.clockKnown {
+		var stored int64
+		if err := t.s.wst.txClock.QueryRowContext(t.ctx).Scan(&stored); err != nil {
+			return 0, fmt.Errorf("read the transaction clock: %w", err)
+		}
+		t.fix(stored, atLeast)
 	}
-	var stored int64
-	if err := tx.s.wst.txClock.QueryRowContext(tx.ctx).Scan(&stored); err != nil {
-		return 0, mapErr("read the transaction clock", err)
+	if atLeast > t.instant {
+		return 0, sgam.Errorf(sgam.Unavailable, "", "a row to retract was recorded after this transaction's instant (clocks disagree); try again")
 	}
-	tx.instant = max(sgam.Micros(tx.s.clock.Now()), stored)
-	tx.clockKnown = true
-	if tx.instant > stored {
-		tx.advanceTo = tx.instant
-	}
-	return tx.instant, nil
+	return t.instant, nil
 }
 
-// carriedByFacts records that the transaction inserted fact rows with ids
-// above every earlier id, recorded at its instant: the newest fact row then
-// carries the transaction clock (see the txClock statement), and meta need
-// not be written, which saves a page on every write.
-func (tx *writeTx) carriedByFacts() { tx.carried = true }
+// fix fixes the transaction's instant given the latest one stored.
+func (t *tx) fix(stored, atLeast int64) {
+	t.instant = max(sgam.Micros(t.s.clock.Now()), stored, atLeast)
+	t.clockKnown = true
+	if t.instant > stored {
+		t.advanceTo = t.instant
+	}
+}
 
-// observe moves the transaction clock up to t at commit (for imported rows,
-// which bring their own transaction times).
-func (tx *writeTx) observe(t int64) { tx.advanceTo = max(tx.advanceTo, t) }
+// observe moves the transaction clock up to at least t at commit.
+func (t *tx) observe(at int64) { t.advanceTo = max(t.advanceTo, at) }
 
 // nextIDs returns an allocator of at most n fact ids above every id ever
 // used.
-func (tx *writeTx) nextIDs(n int) (func() int64, error) {
+func (t *tx) nextIDs(n int) (func() int64, error) {
 	var last int64
-	if err := tx.s.wst.lastID.QueryRowContext(tx.ctx).Scan(&last); err != nil {
-		return nil, mapErr("allocate fact ids", err)
+	if err := t.s.wst.lastID.QueryRowContext(t.ctx).Scan(&last); err != nil {
+		return nil, fmt.Errorf("allocate fact ids: %w", err)
 	}
 	if last > sgam.MaxFactID-int64(n) {
 		return nil, sgam.Errorf(sgam.Unavailable, "fact_id", "fact ids are exhausted (the largest is %d)", sgam.MaxFactID)
@@ -338,66 +355,83 @@ func (tx *writeTx) nextIDs(n int) (func() int64, error) {
 }
 
 // commit commits, and tells the current-read cache which keys changed.
-func (tx *writeTx) commit(keys []sgam.Key) error {
+func (t *tx) commit() error {
+	c := t.s.cache
 	var before uint32
-	if tx.s.cache != nil {
-		before = tx.s.cache.committing()
+	if c != nil {
+		before = c.committing()
 	}
-	if tx.advanceTo > 0 && !(tx.carried && tx.advanceTo == tx.instant) {
-		if _, err := tx.s.wst.advanceClock.ExecContext(tx.ctx, tx.advanceTo); err != nil {
-			return mapErr("advance the transaction clock", err)
+	if t.advanceTo > 0 && !(t.carried && t.advanceTo == t.instant) {
+		if _, err := t.s.wst.advanceClock.ExecContext(t.ctx, t.advanceTo); err != nil {
+			return fmt.Errorf("advance the transaction clock: %w", err)
 		}
 	}
-	if _, err := tx.s.w.ExecContext(tx.ctx, "COMMIT"); err != nil {
-		return mapErr("commit", err)
+	if _, err := t.s.w.ExecContext(t.ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
-	if tx.s.cache != nil {
-		tx.s.cache.committed(keys, before)
+	if c != nil {
+		if t.deleting {
+			c.dropAll()
+		} else {
+			c.committed(t.keys, before)
+		}
 	}
-	tx.finished = true
-	tx.s.wmu.Unlock()
+	t.finished = true
+	t.s.wmu.Unlock()
 	return nil
 }
 
-func (tx *writeTx) rollback() {
-	if tx.finished {
+func (t *tx) rollback() {
+	if t.finished {
 		return
 	}
-	tx.finished = true
+	t.finished = true
 	// A failed statement may have rolled the transaction back already;
 	// then ROLLBACK fails harmlessly.
-	tx.s.w.ExecContext(context.Background(), "ROLLBACK")
-	tx.s.wmu.Unlock()
+	t.s.w.ExecContext(context.Background(), "ROLLBACK")
+	t.s.wmu.Unlock()
+}
+
+// exec runs a statement in the transaction and returns the rows affected.
+func (t *tx) exec(what, query string, args ...any) (int64, error) {
+	res, err := t.s.w.ExecContext(t.ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
 }
 
 func unavailable(what string, err error) error {
 	return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
 }
 
-// mapErr turns a driver error into an *sgam.Error: busy and locked
-// databases are Unavailable (retrying may succeed), constraint failures a
-// Conflict, anything else Internal.
-func mapErr(what string, err error) error {
+// mapErr turns an error into an *sgam.Error, once, at the boundary of a
+// read or a write: busy and locked databases are Unavailable (retrying may
+// succeed), constraint failures a Conflict, anything else Internal. Call
+// sites wrap errors with what they were doing.
+func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	var se *sgam.Error
-	if errors.As(err, &se) {
+	var changed *engine.SchemaChanged
+	if errors.As(err, &se) || errors.As(err, &changed) {
 		return err
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+		return &sgam.Error{Code: sgam.Unavailable, Message: err.Error(), Err: err}
 	}
 	var le *msqlite.Error
 	if errors.As(err, &le) {
 		switch le.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%s: database is busy: %v", what, err), Err: err}
+			return &sgam.Error{Code: sgam.Unavailable, Message: "the database is busy: " + err.Error(), Err: err}
 		case sqlite3.SQLITE_CONSTRAINT:
-			return &sgam.Error{Code: sgam.Conflict, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+			return &sgam.Error{Code: sgam.Conflict, Message: err.Error(), Err: err}
 		}
 	}
-	return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
+	return &sgam.Error{Code: sgam.Internal, Message: err.Error(), Err: err}
 }
 
 func timeOrNil(us sql.NullInt64) *time.Time {

@@ -13,7 +13,7 @@ import (
 )
 
 func newStore(t testing.TB, opts storetest.Options) sgam.Store {
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sgam.db"), sqlite.Options{Clock: opts.Clock, Limits: opts.Limits})
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sgam.db"), sqlite.Options{Clock: opts.Clock, Limits: opts.Limits, Observer: opts.Observer})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

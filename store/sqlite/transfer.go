@@ -3,33 +3,38 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
-// Export implements sgam.Store.
-func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error {
+// Export implements engine.Reader.
+func (s *db) Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error {
+	return mapErr(s.export(ctx, tenant, episode, fact))
+}
+
+func (s *db) export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error {
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return mapErr("export", err)
+		return fmt.Errorf("export: %w", err)
 	}
 	defer tx.Rollback()
 	rows, err := tx.QueryContext(ctx, `SELECT `+episodeColumns+` FROM episodes
 		WHERE ?1 = '' OR tenant = ?1 ORDER BY tenant, episode_id`, tenant)
 	if err != nil {
-		return mapErr("export episodes", err)
+		return fmt.Errorf("export episodes: %w", err)
 	}
 	for rows.Next() {
 		e, err := scanEpisode(rows)
 		if err != nil {
 			rows.Close()
-			return mapErr("export episodes", err)
+			return fmt.Errorf("export episodes: %w", err)
 		}
 		if err := episode(e); err != nil {
 			rows.Close()
@@ -38,7 +43,7 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return mapErr("export episodes", err)
+		return fmt.Errorf("export episodes: %w", err)
 	}
 
 	rows, err = tx.QueryContext(ctx, `SELECT `+factColumns("?2")+`, f.source,
@@ -46,7 +51,7 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 		   FROM evidence e WHERE e.fact_id = f.fact_id), coalesce(f.actor, '')
 		FROM facts f WHERE ?1 = '' OR tenant = ?1 ORDER BY fact_id`, tenant, temporal.Open)
 	if err != nil {
-		return mapErr("export facts", err)
+		return fmt.Errorf("export facts: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -54,7 +59,7 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 		var actor string
 		f, err := scanFact(withExtra{rows, []any{&source, &links, &actor}})
 		if err != nil {
-			return mapErr("export facts", err)
+			return fmt.Errorf("export facts: %w", err)
 		}
 		sf := sgam.StoredFact{Fact: f, Source: source.String, Evidence: []sgam.Evidence{}, Actor: actor}
 		if links.Valid {
@@ -62,7 +67,7 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 				id, at, _ := strings.Cut(l, "\x1e")
 				us, err := strconv.ParseInt(at, 10, 64)
 				if err != nil {
-					return mapErr("export facts", err)
+					return fmt.Errorf("export facts: %w", err)
 				}
 				sf.Evidence = append(sf.Evidence, sgam.Evidence{EpisodeID: id, RecordedAt: sgam.FromMicros(us)})
 			}
@@ -71,7 +76,10 @@ func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Epi
 			return err
 		}
 	}
-	return mapErr("export facts", rows.Err())
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("export facts: %w", err)
+	}
+	return nil
 }
 
 // withExtra scans the fact columns and then extra trailing columns.
@@ -82,56 +90,11 @@ type withExtra struct {
 
 func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.extra...)...) }
 
-// Import implements sgam.Store.
-func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStats, error) {
-	var st sgam.ImportStats
-	if err := s.limits.CheckImportBatch(b); err != nil {
-		return st, err
-	}
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return st, err
-	}
-	defer tx.rollback()
-	gov, err := s.currentGov(ctx)
-	if err != nil {
-		return st, err
-	}
-	if err := gov.CheckImport(b); err != nil {
-		return st, err
-	}
-
-	for i, e := range b.Episodes {
-		have, err := scanEpisode(s.w.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, e.Tenant, e.ID))
-		switch {
-		case err == sql.ErrNoRows:
-			if err := gov.CheckRetention(e.Retention); err != nil {
-				return st, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
-			}
-			if _, err := s.w.ExecContext(ctx, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
-				sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention)); err != nil {
-				return st, sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), mapErr("import episode "+e.ID, err))
-			}
-			st.Episodes++
-		case err != nil:
-			return st, mapErr("import episode "+e.ID, err)
-		case sgam.EpisodesEqual(have, e):
-			st.EpisodesPresent++
-		default:
-			return st, sgam.Errorf(sgam.Conflict, fmt.Sprintf("episodes[%d]", i), "tenant %s already has a different episode %s", e.Tenant, e.ID)
-		}
-	}
-
-	plan, err := ledger.PlanImport(importStore{s, ctx}, b)
-	if err != nil {
-		return st, err
-	}
-	st.FactsPresent = plan.FactsPresent
+// InsertFacts implements engine.Tx.
+func (t *tx) InsertFacts(facts []sgam.StoredFact) error {
 	var inserts, links []any
 	actors := map[string][]int64{}
-	for _, i := range plan.Fresh {
-		f := b.Facts[i]
+	for _, f := range facts {
 		var value any
 		if !f.Tombstone {
 			value = string(f.Value)
@@ -145,64 +108,64 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (sgam.ImportStat
 		if f.Actor != "" {
 			actors[f.Actor] = append(actors[f.Actor], f.ID)
 		}
-		st.Facts++
+		t.keys = append(t.keys, f.Key())
 	}
-	if _, err := s.bulkExec(ctx, bulkFacts, nil, inserts); err != nil {
-		return st, mapErr("import facts", err)
+	if _, err := t.s.bulkExec(t.ctx, bulkFacts, nil, inserts); err != nil {
+		return fmt.Errorf("import facts: %w", err)
 	}
-	if _, err := s.bulkExec(ctx, bulkEvidence, nil, links); err != nil {
-		return st, mapErr("import evidence", err)
+	if _, err := t.s.bulkExec(t.ctx, bulkEvidence, nil, links); err != nil {
+		return fmt.Errorf("import evidence: %w", err)
 	}
 	for actor, ids := range actors {
-		if _, err := s.w.ExecContext(ctx, `UPDATE facts SET actor = ?1 WHERE fact_id IN (SELECT value FROM json_each(?2))`, actor, jsonList(ids)); err != nil {
-			return st, mapErr("import facts", err)
+		if _, err := t.exec("import facts", `UPDATE facts SET actor = ?1 WHERE fact_id IN (SELECT value FROM json_each(?2))`, actor, jsonList(ids)); err != nil {
+			return err
 		}
 	}
-	tx.observe(sgam.Micros(b.LatestInstant()))
-	if err := tx.commit(plan.Keys); err != nil {
-		return st, err
-	}
-	return st, nil
+	return nil
 }
 
-// importStore answers PlanImport inside the writer's transaction.
-type importStore struct {
-	s   *Store
-	ctx context.Context
+// Observe implements engine.Tx.
+func (t *tx) Observe(at int64) error {
+	t.observe(at)
+	return nil
 }
 
-func (is importStore) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.StoredFact, error) {
+// LockKeys implements engine.Tx: the write lock holds every key.
+func (t *tx) LockKeys([]sgam.Key) error { return nil }
+
+// StoredFacts implements ledger.ImportStore.
+func (t *tx) StoredFacts(facts []sgam.StoredFact) (map[int64]sgam.StoredFact, error) {
 	out := map[int64]sgam.StoredFact{}
 	for _, f := range facts {
-		have, err := is.s.storedFact(is.ctx, f.ID)
-		switch {
-		case err == sql.ErrNoRows:
-		case err != nil:
-			return nil, mapErr("import facts", err)
-		default:
+		have, ok, err := t.storedFact(f.ID)
+		if err != nil {
+			return nil, fmt.Errorf("import facts: %w", err)
+		}
+		if ok {
 			out[f.ID] = have
 		}
 	}
 	return out, nil
 }
 
-func (is importStore) HasEpisodes(refs []ledger.EpisodeRef) (map[ledger.EpisodeRef]bool, error) {
+// HasEpisodes implements ledger.ImportStore.
+func (t *tx) HasEpisodes(refs []ledger.EpisodeRef) (map[ledger.EpisodeRef]bool, error) {
 	out := map[ledger.EpisodeRef]bool{}
 	for _, r := range refs {
-		var one int
-		err := is.s.w.QueryRowContext(is.ctx, `SELECT 1 FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, r.Tenant, r.ID).Scan(&one)
-		if err != nil && err != sql.ErrNoRows {
-			return nil, mapErr("import facts", err)
+		ok, err := t.HasEpisode(r.Tenant, r.ID)
+		if err != nil {
+			return nil, err
 		}
-		out[r] = err == nil
+		out[r] = ok
 	}
 	return out, nil
 }
 
-func (is importStore) KeyRows(keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
+// KeyRows implements ledger.ImportStore.
+func (t *tx) KeyRows(keys []sgam.Key) (map[sgam.Key][]temporal.Row, error) {
 	out := map[sgam.Key][]temporal.Row{}
 	for _, k := range keys {
-		rows, err := is.s.keyRows(is.ctx, k)
+		rows, err := t.keyRows(k)
 		if err != nil {
 			return nil, err
 		}
@@ -211,21 +174,20 @@ func (is importStore) KeyRows(keys []sgam.Key) (map[sgam.Key][]temporal.Row, err
 	return out, nil
 }
 
-func (is importStore) FactTenant(id int64) (string, error) {
+// FactTenant implements ledger.ImportStore.
+func (t *tx) FactTenant(id int64) (string, error) {
 	var tenant string
-	err := is.s.w.QueryRowContext(is.ctx, `SELECT tenant FROM facts WHERE fact_id = ?`, id).Scan(&tenant)
-	if err == sql.ErrNoRows {
-		return "", nil
-	}
-	return tenant, mapErr("import facts", err)
+	err := t.s.w.QueryRowContext(t.ctx, `SELECT tenant FROM facts WHERE fact_id = ?`, id).Scan(&tenant)
+	_, _, err = found(tenant, err, "import facts")
+	return tenant, err
 }
 
 // keyRows returns every row of a key for the invariant check.
-func (s *Store) keyRows(ctx context.Context, k sgam.Key) ([]temporal.Row, error) {
-	rows, err := s.w.QueryContext(ctx, `SELECT fact_id, valid_from, valid_to, recorded_at, retracted_at FROM facts
+func (t *tx) keyRows(k sgam.Key) ([]temporal.Row, error) {
+	rows, err := t.s.w.QueryContext(t.ctx, `SELECT fact_id, valid_from, valid_to, recorded_at, retracted_at FROM facts
 		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND member = ?4`, k.Tenant, k.Subject, k.Attribute, k.Member)
 	if err != nil {
-		return nil, mapErr("check "+k.String(), err)
+		return nil, fmt.Errorf("check %s: %w", k, err)
 	}
 	defer rows.Close()
 	var out []temporal.Row
@@ -233,39 +195,45 @@ func (s *Store) keyRows(ctx context.Context, k sgam.Key) ([]temporal.Row, error)
 		var r temporal.Row
 		var validTo, retractedAt sql.NullInt64
 		if err := rows.Scan(&r.ID, &r.ValidFrom, &validTo, &r.RecordedAt, &retractedAt); err != nil {
-			return nil, mapErr("check "+k.String(), err)
+			return nil, fmt.Errorf("check %s: %w", k, err)
 		}
 		r.ValidTo, r.RetractedAt = openIfNull(validTo), openIfNull(retractedAt)
 		out = append(out, r)
 	}
-	return out, mapErr("check "+k.String(), rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check %s: %w", k, err)
+	}
+	return out, nil
 }
 
 // storedFact reads one fact row with its evidence inside the write transaction.
-func (s *Store) storedFact(ctx context.Context, id int64) (sgam.StoredFact, error) {
-	f, err := scanFact(s.wst.factByID.QueryRowContext(ctx, id, temporal.Open))
+func (t *tx) storedFact(id int64) (sgam.StoredFact, bool, error) {
+	f, err := scanFact(t.s.wst.factByID.QueryRowContext(t.ctx, id, temporal.Open))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sgam.StoredFact{}, false, nil
+	}
 	if err != nil {
-		return sgam.StoredFact{}, err
+		return sgam.StoredFact{}, false, err
 	}
 	sf := sgam.StoredFact{Fact: f}
-	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(source, ''), coalesce(actor, '') FROM facts WHERE fact_id = ?`, id).Scan(&sf.Source, &sf.Actor); err != nil {
-		return sf, err
+	if err := t.s.w.QueryRowContext(t.ctx, `SELECT coalesce(source, ''), coalesce(actor, '') FROM facts WHERE fact_id = ?`, id).Scan(&sf.Source, &sf.Actor); err != nil {
+		return sf, false, err
 	}
-	rows, err := s.w.QueryContext(ctx, `SELECT episode_id, recorded_at FROM evidence WHERE fact_id = ? ORDER BY recorded_at, episode_id`, id)
+	rows, err := t.s.w.QueryContext(t.ctx, `SELECT episode_id, recorded_at FROM evidence WHERE fact_id = ? ORDER BY recorded_at, episode_id`, id)
 	if err != nil {
-		return sf, err
+		return sf, false, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var e sgam.Evidence
 		var at int64
 		if err := rows.Scan(&e.EpisodeID, &at); err != nil {
-			return sf, err
+			return sf, false, err
 		}
 		e.RecordedAt = sgam.FromMicros(at)
 		sf.Evidence = append(sf.Evidence, e)
 	}
-	return sf, rows.Err()
+	return sf, true, rows.Err()
 }
 
 func microsOrNil(t *time.Time) any {

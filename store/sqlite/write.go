@@ -3,10 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/store/internal/engine"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
@@ -14,7 +16,7 @@ import (
 // writer connection.
 type writeStmts struct {
 	lastID, txClock, advanceClock *sql.Stmt
-	factByID, schemaVersion       *sql.Stmt
+	factByID, head, start         *sql.Stmt
 	all                           []*sql.Stmt
 }
 
@@ -39,210 +41,201 @@ func (w *writeStmts) prepare(ctx context.Context, c *sql.Conn) error {
 		FROM meta WHERE key = 'tx_clock'`)
 	w.advanceClock = prep(`UPDATE meta SET value = ?1 WHERE key = 'tx_clock' AND value < ?1`)
 	w.factByID = prep(`SELECT ` + factColumns("?2") + ` FROM facts f WHERE fact_id = ?1`)
-	w.schemaVersion = prep(`SELECT coalesce(max(version), 0) FROM schemas`)
+	w.head = prep(headQuery)
+	// What a write needs first, in one statement: the transaction clock,
+	// the last fact id, and the head of tenant ?1's schema.
+	w.start = prep(`SELECT (SELECT max(value, coalesce((SELECT recorded_at FROM facts ORDER BY fact_id DESC LIMIT 1), 0)) FROM meta WHERE key = 'tx_clock'),
+		max(coalesce((SELECT max(fact_id) FROM facts), 0), (SELECT value FROM meta WHERE key = 'fact_id_floor')),
+		coalesce((SELECT max(version) FROM schemas WHERE tenant = ?1 AND ?1 <> ''), 0),
+		coalesce((SELECT max(version) FROM schemas WHERE tenant = ''), 0)`)
 	w.all = p.made
-	return mapErr("prepare", p.err)
-}
-
-// Assert implements sgam.Store.
-func (s *Store) Assert(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
-	return s.writeOne(ctx, ledger.AssertOne(s.limits, a, false))
-}
-
-// Add implements sgam.Store.
-func (s *Store) Add(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
-	return s.writeOne(ctx, ledger.AssertOne(s.limits, a, true))
-}
-
-// Retract implements sgam.Store.
-func (s *Store) Retract(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
-	return s.writeOne(ctx, ledger.RetractOne(s.limits, r, false))
-}
-
-// Remove implements sgam.Store.
-func (s *Store) Remove(ctx context.Context, r sgam.Retraction) (sgam.WriteResult, error) {
-	return s.writeOne(ctx, ledger.RetractOne(s.limits, r, true))
-}
-
-// AssertMany implements sgam.Store.
-func (s *Store) AssertMany(ctx context.Context, as []sgam.Assertion) ([]sgam.WriteResult, error) {
-	if len(as) == 0 {
-		return nil, nil
-	}
-	build, err := ledger.AssertAll(s.limits, as)
-	if err != nil {
-		return nil, err
-	}
-	return s.write(ctx, writeReq{build: build, batch: "assertions"})
-}
-
-func (s *Store) writeOne(ctx context.Context, build ledger.Build) (sgam.WriteResult, error) {
-	res, err := s.write(ctx, writeReq{build: build})
-	if err != nil {
-		return sgam.WriteResult{}, err
-	}
-	return res[0], nil
-}
-
-// writeReq is one write transaction: build turns the input into ops under
-// the schema in force; batch names the operations in errors
-// ("assertions[i]"), empty for a single write; confirm is a pending
-// candidate to delete in the same transaction.
-type writeReq struct {
-	build   ledger.Build
-	batch   string
-	confirm *sgam.Candidate
-}
-
-// write applies the ops of req in order in one transaction at one
-// transaction instant.
-func (s *Store) write(ctx context.Context, req writeReq) ([]sgam.WriteResult, error) {
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.rollback()
-
-	gov, err := s.currentGov(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ops, err := req.build(gov, s.clock.Now())
-	if err != nil {
-		return nil, err
-	}
-	b := ledger.New(ops)
-	b.Gov = gov
-	if err := s.apply(ctx, tx, b, req.batch); err != nil {
-		return nil, err
-	}
-	if c := req.confirm; c != nil {
-		if err := s.deletePending(ctx, c.Tenant, c.ID); err != nil {
-			return nil, err
-		}
-	}
-	results, err := b.Results(func(_ sgam.Key, id int64) (sgam.Fact, error) { return s.writerFact(ctx, id) })
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.commit(b.Keys); err != nil {
-		return nil, err
-	}
-	return results, nil
-}
-
-// apply loads what b's ops need, applies them at the transaction's instant
-// and writes the outcome, inside tx.
-func (s *Store) apply(ctx context.Context, tx *writeTx, b *ledger.Batch, batch string) error {
-	now, err := tx.now()
-	if err != nil {
-		return err
-	}
-	if err := s.loadWindows(ctx, b); err != nil {
-		return err
-	}
-	if refs := b.KindsNeeded(); len(refs) > 0 {
-		kinds, err := s.episodeKinds(ctx, refs)
-		if err != nil {
-			return err
-		}
-		b.SetKinds(kinds)
-	}
-	nextID, err := tx.nextIDs(2 * len(b.Ops)) // an operation inserts at most two rows
-	if err != nil {
-		return err
-	}
-	if err := b.Apply(now, nextID, batch); err != nil {
-		return err
-	}
-	if err := s.flush(ctx, b, now); err != nil {
-		return err
-	}
-	if len(b.Pending) > 0 {
-		if err := b.SettlePending(func(c sgam.Candidate) (string, error) { return s.findPending(ctx, c) }); err != nil {
-			return err
-		}
-		if err := s.insertPending(ctx, b.Hold); err != nil {
-			return err
-		}
-	}
-	if b.Inserted() {
-		tx.carriedByFacts()
+	if p.err != nil {
+		return mapErr(fmt.Errorf("prepare: %w", p.err))
 	}
 	return nil
 }
 
-// loadWindows loads, for every key, its believed rows from the one at or
-// before tmin to the one after tmax: the neighbours of every operation in
-// [tmin, tmax]. Keys are looked up many to a statement.
-func (s *Store) loadWindows(ctx context.Context, b *ledger.Batch) error {
+// headQuery is the schema in force for tenant ?1 (” for the default's
+// head): its own latest version, else the default's.
+const headQuery = `SELECT coalesce((SELECT max(version) FROM schemas WHERE tenant = ?1 AND ?1 <> ''), 0),
+	coalesce((SELECT max(version) FROM schemas WHERE tenant = ''), 0)`
+
+// scanHead reads what headQuery answers.
+func scanHead(row *sql.Row, tenant string) (ledger.Head, error) {
+	var own, def int
+	if err := row.Scan(&own, &def); err != nil {
+		return ledger.Head{}, fmt.Errorf("read the schema of %s: %w", tenant, err)
+	}
+	return ledger.HeadOf(tenant, own, def), nil
+}
+
+// LoadBatch implements engine.Tx. Keys are looked up many to a statement.
+func (t *tx) LoadBatch(b *ledger.Batch, nIDs int, confirm *sgam.Candidate) (func() int64, int64, error) {
+	heads := b.Govs.Heads()
+	first := b.Keys[0].Tenant
+	var stored, lastID int64
+	var own, def int
+	if err := t.s.wst.start.QueryRowContext(t.ctx, first).Scan(&stored, &lastID, &own, &def); err != nil {
+		return nil, 0, fmt.Errorf("start the write: %w", err)
+	}
+	if h := ledger.HeadOf(first, own, def); h != heads[first] {
+		return nil, 0, &engine.SchemaChanged{Heads: map[string]ledger.Head{first: h}}
+	}
+	delete(heads, first)
+	if err := t.CheckHeads(heads); err != nil {
+		return nil, 0, err
+	}
+	if !t.clockKnown {
+		t.fix(stored, 0)
+	}
+	now, err := t.Instant(0)
+	if err != nil {
+		return nil, 0, err
+	}
+	if lastID > sgam.MaxFactID-int64(nIDs) {
+		return nil, 0, sgam.Errorf(sgam.Unavailable, "fact_id", "fact ids are exhausted (the largest is %d)", sgam.MaxFactID)
+	}
+	nextID := func() int64 { lastID++; return lastID }
+	if confirm != nil {
+		found, err := t.DeletePending(confirm.Tenant, confirm.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !found {
+			return nil, 0, engine.NoCandidate(confirm.Tenant, confirm.ID)
+		}
+	}
 	order := b.Keys
 	loaded := make([][]temporal.Row, len(order))
+	// Most writes come after the key's open row: that row is the whole
+	// window. The other keys are loaded in full.
 	for from := 0; from < len(order); from += maxBulkRows {
 		chunk := order[from:min(from+maxBulkRows, len(order))]
-		args := make([]any, 0, len(chunk)*7)
+		args := make([]any, 0, len(chunk)*6)
 		for i, k := range chunk {
+			tmin, _ := b.Window(k)
+			args = append(args, from+i, k.Tenant, k.Subject, k.Attribute, k.Member, tmin)
+		}
+		if err := t.loadRows(bulkOpen, len(chunk), args, loaded); err != nil {
+			return nil, 0, err
+		}
+	}
+	var rest []int
+	for i := range order {
+		if loaded[i] == nil {
+			rest = append(rest, i)
+		}
+	}
+	for from := 0; from < len(rest); from += maxBulkRows {
+		chunk := rest[from:min(from+maxBulkRows, len(rest))]
+		args := make([]any, 0, len(chunk)*7)
+		for _, i := range chunk {
+			k := order[i]
 			tmin, tmax := b.Window(k)
-			args = append(args, from+i, k.Tenant, k.Subject, k.Attribute, k.Member, tmin, tmax)
+			args = append(args, i, k.Tenant, k.Subject, k.Attribute, k.Member, tmin, tmax)
 		}
-		st, err := s.bulkStmt(ctx, bulkWindow, len(chunk))
-		if err != nil {
-			return mapErr("load keys", err)
-		}
-		rows, err := st.QueryContext(ctx, args...)
-		if err != nil {
-			return mapErr("load keys", err)
-		}
-		for rows.Next() {
-			var i int
-			var r temporal.Row
-			var value []byte
-			var validTo sql.NullInt64
-			var source sql.NullString
-			var actor sql.NullString
-			if err := rows.Scan(&i, &r.ID, &value, &r.ValidFrom, &validTo, &r.RecordedAt, &source, &r.Version, &actor, &r.Corroborated); err != nil {
-				rows.Close()
-				return mapErr("load keys", err)
-			}
-			r.Value, r.Source, r.Actor = value, source.String, actor.String
-			r.ValidTo = openIfNull(validTo)
-			r.RetractedAt = temporal.Open
-			loaded[i] = append(loaded[i], r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return mapErr("load keys", err)
+		if err := t.loadRows(bulkWindow, len(chunk), args, loaded); err != nil {
+			return nil, 0, err
 		}
 	}
 	for i, k := range order {
 		b.SetBelieved(k, loaded[i])
 	}
+	return nextID, now, nil
+}
+
+// loadRows runs a bulk query of keys' believed rows (bulkOpen,
+// bulkWindow), each row tagged with its key's index in loaded.
+func (t *tx) loadRows(kind bulkKind, n int, args []any, loaded [][]temporal.Row) error {
+	st, err := t.s.bulkStmt(t.ctx, kind, n)
+	if err != nil {
+		return fmt.Errorf("load keys: %w", err)
+	}
+	rows, err := st.QueryContext(t.ctx, args...)
+	if err != nil {
+		return fmt.Errorf("load keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int
+		var r temporal.Row
+		var value []byte
+		var validTo sql.NullInt64
+		var source, actor sql.NullString
+		if err := rows.Scan(&i, &r.ID, &value, &r.ValidFrom, &validTo, &r.RecordedAt, &source, &r.Version, &actor, &r.Corroborated); err != nil {
+			return fmt.Errorf("load keys: %w", err)
+		}
+		r.Value, r.Source, r.Actor = value, source.String, actor.String
+		r.ValidTo = openIfNull(validTo)
+		r.RetractedAt = temporal.Open
+		loaded[i] = append(loaded[i], r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load keys: %w", err)
+	}
 	return nil
 }
 
-// flush writes the ledgers' outcome. Order matters: links to stored rows
+// CheckHeads implements engine.Tx: inside the transaction, which holds the
+// write lock, the heads read are the ones in force until commit.
+func (t *tx) CheckHeads(heads map[string]ledger.Head) error {
+	var changed map[string]ledger.Head
+	for tenant, want := range heads {
+		have, err := t.SchemaHead(tenant)
+		if err != nil {
+			return err
+		}
+		if have != want {
+			if changed == nil {
+				changed = map[string]ledger.Head{}
+			}
+			changed[tenant] = have
+		}
+	}
+	if changed != nil {
+		return &engine.SchemaChanged{Heads: changed}
+	}
+	return nil
+}
+
+// EpisodeKinds implements engine.Tx.
+func (t *tx) EpisodeKinds(refs []ledger.EpisodeRef) (map[ledger.EpisodeRef]string, error) {
+	out := make(map[ledger.EpisodeRef]string, len(refs))
+	for _, r := range refs {
+		var kind string
+		err := t.s.w.QueryRowContext(t.ctx, `SELECT kind FROM episodes WHERE tenant = ? AND episode_id = ?`, r.Tenant, r.ID).Scan(&kind)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("read episode kinds: %w", err)
+		}
+		out[r] = kind
+	}
+	return out, nil
+}
+
+// FlushBatch implements engine.Tx. Order matters: links to stored rows
 // before they are copied; retractions before inserts, so the partial unique
 // indexes never see the old and the new believed row at once.
-func (s *Store) flush(ctx context.Context, b *ledger.Batch, tx int64) error {
-	type episodeRef struct{ tenant, id string }
-	seen := map[episodeRef]bool{}
+func (t *tx) FlushBatch(b *ledger.Batch, now int64, _ bool) error {
+	s := t.s
+	ctx := t.ctx
+	seen := map[ledger.EpisodeRef]bool{}
 	var placeholders []any
 	for _, o := range b.Ops {
-		ref := episodeRef{o.Key.Tenant, o.Source}
+		ref := ledger.EpisodeRef{Tenant: o.Key.Tenant, ID: o.Source}
 		if o.Source != "" && !seen[ref] {
 			seen[ref] = true
-			placeholders = append(placeholders, ref.tenant, ref.id, tx, tx)
+			placeholders = append(placeholders, ref.Tenant, ref.ID, now, now)
 		}
 	}
 	if _, err := s.bulkExec(ctx, bulkPlaceholders, nil, placeholders); err != nil {
-		return mapErr("create placeholder episodes", err)
+		return fmt.Errorf("create placeholder episodes: %w", err)
 	}
 
 	var storedLinks, retract, inserts, copies, links []any
 	for _, k := range b.Keys {
 		l := b.Ledger(k)
 		for _, e := range l.EvidenceStored {
-			storedLinks = append(storedLinks, e.RowID, k.Tenant, e.Source, tx)
+			storedLinks = append(storedLinks, e.RowID, k.Tenant, e.Source, now)
 		}
 		for _, id := range l.RetractStored {
 			retract = append(retract, id)
@@ -259,28 +252,28 @@ func (s *Store) flush(ctx context.Context, b *ledger.Batch, tx int64) error {
 				copies = append(copies, ins.ID, ins.EvidenceOf)
 			}
 			for _, src := range ins.Corroborations {
-				links = append(links, ins.ID, k.Tenant, src, tx)
+				links = append(links, ins.ID, k.Tenant, src, now)
 			}
 		}
 	}
 	if _, err := s.bulkExec(ctx, bulkEvidence, nil, storedLinks); err != nil {
-		return mapErr("link evidence", err)
+		return fmt.Errorf("link evidence: %w", err)
 	}
-	n, err := s.bulkExec(ctx, bulkRetract, []any{tx}, retract)
+	n, err := s.bulkExec(ctx, bulkRetract, []any{now}, retract)
 	if err != nil {
-		return mapErr("retract facts", err)
+		return fmt.Errorf("retract facts: %w", err)
 	}
 	if n != int64(len(retract)) {
 		return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("retract facts: %d of %d rows were still believed", n, len(retract))}
 	}
 	if _, err := s.bulkExec(ctx, bulkFacts, nil, inserts); err != nil {
-		return mapErr("insert facts", err)
+		return fmt.Errorf("insert facts: %w", err)
 	}
 	if _, err := s.bulkExec(ctx, bulkEvidenceCopy, nil, copies); err != nil {
-		return mapErr("copy evidence", err)
+		return fmt.Errorf("copy evidence: %w", err)
 	}
 	if _, err := s.bulkExec(ctx, bulkEvidence, nil, links); err != nil {
-		return mapErr("link evidence", err)
+		return fmt.Errorf("link evidence: %w", err)
 	}
 	for actor, ids := range b.Actors() {
 		args := make([]any, len(ids))
@@ -288,16 +281,82 @@ func (s *Store) flush(ctx context.Context, b *ledger.Batch, tx int64) error {
 			args[i] = id
 		}
 		if _, err := s.bulkExec(ctx, bulkActor, []any{actor}, args); err != nil {
-			return mapErr("set actors", err)
+			return fmt.Errorf("set actors: %w", err)
 		}
 	}
+	for _, c := range b.Hold {
+		var conflicts any
+		if c.ConflictsWith != nil {
+			conflicts = *c.ConflictsWith
+		}
+		if _, err := t.exec(fmt.Sprintf("hold %s.%s pending", c.Subject, c.Attribute), `INSERT INTO pending (`+pendingColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+			c.Tenant, c.ID, c.Subject, c.Attribute, string(c.Member), string(c.Value), sgam.Micros(c.ValidFrom), c.Source,
+			c.Reason, conflicts, sgam.Micros(c.RecordedAt), c.SchemaVersion); err != nil {
+			return err
+		}
+	}
+	if b.Inserted() {
+		t.carried = true
+	}
+	t.keys = append(t.keys, b.Keys...)
 	return nil
 }
 
-// writerFact reads one fact inside the write transaction.
-func (s *Store) writerFact(ctx context.Context, id int64) (sgam.Fact, error) {
-	f, err := scanFact(s.wst.factByID.QueryRowContext(ctx, id, temporal.Open))
-	return f, mapErr("read written fact", err)
+// ReadFact implements engine.Tx.
+func (t *tx) ReadFact(_ sgam.Key, id int64) (sgam.Fact, error) {
+	f, err := scanFact(t.s.wst.factByID.QueryRowContext(t.ctx, id, temporal.Open))
+	if err != nil {
+		return f, fmt.Errorf("read written fact: %w", err)
+	}
+	return f, nil
+}
+
+// FindPending implements engine.Tx.
+func (t *tx) FindPending(c sgam.Candidate) (string, error) {
+	var id string
+	err := t.s.w.QueryRowContext(t.ctx, `SELECT pending_id FROM pending WHERE tenant = ? AND subject = ? AND attribute = ? AND member = ?
+		AND valid_from = ? AND source = ? AND value = ? LIMIT 1`, c.Tenant, c.Subject, c.Attribute, string(c.Member),
+		sgam.Micros(c.ValidFrom), c.Source, string(c.Value)).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read pending: %w", err)
+	}
+	return id, nil
+}
+
+// DeletePending implements engine.Tx.
+func (t *tx) DeletePending(tenant, id string) (bool, error) {
+	n, err := t.exec("delete pending", `DELETE FROM pending WHERE tenant = ? AND pending_id = ?`, tenant, id)
+	return n == 1, err
+}
+
+// LockSchemas implements engine.Tx: the write lock serializes every write.
+func (t *tx) LockSchemas() error { return nil }
+
+// SchemaHead implements engine.Tx.
+func (t *tx) SchemaHead(tenant string) (ledger.Head, error) {
+	return scanHead(t.s.wst.head.QueryRowContext(t.ctx, tenant), tenant)
+}
+
+// SchemaVersion implements engine.Tx.
+func (t *tx) SchemaVersion(h ledger.Head) (sgam.SchemaVersion, error) {
+	v, found, err := schemaVersion(t.s.w.QueryRowContext(t.ctx, `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? AND version = ?`, h.Owner, h.Version))
+	if err == nil && !found {
+		err = &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("schema version %d is not stored", h.Version)}
+	}
+	return v, err
+}
+
+// InsertSchema implements engine.Tx.
+func (t *tx) InsertSchema(v sgam.SchemaVersion) error {
+	_, err := t.exec("store schema", `INSERT INTO schemas (tenant, version, body, hash, applied_at) VALUES (?, ?, ?, ?, ?)`,
+		v.Tenant, v.Version, string(v.Body), v.Hash, sgam.Micros(v.AppliedAt))
+	if err == nil {
+		t.observe(sgam.Micros(v.AppliedAt))
+	}
+	return err
 }
 
 func openIfNull(v sql.NullInt64) int64 {

@@ -85,7 +85,7 @@ func Benchmark(b *testing.B, newStore Factory) {
 	})
 	// The same batches validated against a schema (a string attribute):
 	// compare with AssertMany1000 of the same run.
-	if _, err := store.ApplySchema(ctx, []byte("attributes:\n  a: {memory: task, type: string, description: the workload's value}\n"), false); err != nil {
+	if _, err := store.ApplyDefaultSchema(ctx, []byte("attributes:\n  a: {memory: task, type: string, description: the workload's value}\n"), false); err != nil {
 		b.Fatal(err)
 	}
 	b.Run(fmt.Sprintf("AssertMany1000Schema/facts=%d", n), func(b *testing.B) {
@@ -100,7 +100,7 @@ func Benchmark(b *testing.B, newStore Factory) {
 	// Retype every believed row of the workload (all -sgam.facts of them
 	// and what the benchmarks above added): sgam migrate's rate. Later
 	// iterations find nothing left to do; rows/s is the first run's.
-	if _, err := store.ApplySchema(ctx, []byte(`attributes:
+	if _, err := store.ApplyDefaultSchema(ctx, []byte(`attributes:
   a: {memory: task, type: string}
 migrations:
   - name: bang

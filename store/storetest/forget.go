@@ -100,7 +100,7 @@ func runForget(t *testing.T, newStore Factory) {
 	t.Run("BySubject", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
-		_, err := b.store.ApplySchema(b.ctx, []byte(subjectSchema), false)
+		_, err := b.store.ApplyDefaultSchema(b.ctx, []byte(subjectSchema), false)
 		require.NoError(t, err)
 		write := func(tenant string) {
 			b.tick("2026-03-01T00:00:00Z")
@@ -149,7 +149,17 @@ func runForget(t *testing.T, newStore Factory) {
 		require.Equal(t, tenantA, rc.Tenant)
 		require.Equal(t, "dpo", rc.Actor)
 		require.Equal(t, "subject", rc.Kind)
-		require.Equal(t, sha256Hex("mira"), rc.Target)
+		// The target is the store's keyed digest of the subject: the
+		// operator finds the receipt by it; a guessed id hashed without the
+		// store's secret does not match it.
+		digest, err := b.store.SubjectDigest(b.ctx, tenantA, "mira")
+		require.NoError(t, err)
+		require.Equal(t, digest, rc.Target)
+		require.Len(t, rc.Target, 64)
+		require.NotEqual(t, sha256Hex("mira"), rc.Target, "not an unkeyed hash of the id")
+		other2, err := b.store.SubjectDigest(b.ctx, tenantB, "mira")
+		require.NoError(t, err)
+		require.NotEqual(t, digest, other2, "the digest differs across tenants")
 		require.Equal(t, b.at("2026-04-01T00:00:00Z"), rc.At)
 		require.Equal(t, want, rc.FactIDs)
 		require.Equal(t, len(want), rc.FactsDeleted)
@@ -353,7 +363,7 @@ func runForget(t *testing.T, newStore Factory) {
 		d := Export(t, b.store, tenantA)
 		require.Equal(t, "session", d.Episodes[0].Retention)
 
-		_, err = b.store.ApplySchema(b.ctx, []byte(expireSchema), false)
+		_, err = b.store.ApplyDefaultSchema(b.ctx, []byte(expireSchema), false)
 		require.NoError(t, err)
 		_, err = b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "e2", Content: "x", Retention: "weekly"})
 		requireCode(t, err, sgam.Invalid, "retention")
@@ -375,7 +385,7 @@ func runForget(t *testing.T, newStore Factory) {
 		none, err := b.store.Expire(b.ctx)
 		require.NoError(t, err)
 		require.Empty(t, none, "without a schema nothing expires")
-		_, err = b.store.ApplySchema(b.ctx, []byte(expireSchema), false)
+		_, err = b.store.ApplyDefaultSchema(b.ctx, []byte(expireSchema), false)
 		require.NoError(t, err)
 		for _, tenant := range []string{tenantA, tenantB} {
 			for _, e := range []struct{ id, retention string }{{"sess1", "session"}, {"sess2", "session"}, {"keep", ""}} {

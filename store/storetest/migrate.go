@@ -44,7 +44,7 @@ migrations:
 
 // populateV1 writes the version-1 story for subjects in both tenants.
 func populateV1(t testing.TB, b *bundle, subjects []string) {
-	require.NoError(t, func() error { _, err := b.store.ApplySchema(b.ctx, []byte(schemaV1), false); return err }())
+	require.NoError(t, func() error { _, err := b.store.ApplyDefaultSchema(b.ctx, []byte(schemaV1), false); return err }())
 	b.tick("2026-02-01T00:00:00Z")
 	for _, tenant := range []string{tenantA, tenantB} {
 		for _, id := range []string{"e1", "e2", "e3"} {
@@ -76,7 +76,7 @@ func populateV1(t testing.TB, b *bundle, subjects []string) {
 		}
 	}
 	b.tick("2026-03-01T00:00:00Z")
-	_, err := b.store.ApplySchema(b.ctx, []byte(schemaV2), false)
+	_, err := b.store.ApplyDefaultSchema(b.ctx, []byte(schemaV2), false)
 	require.NoError(t, err)
 	b.tick("2026-03-02T00:00:00Z")
 }

@@ -30,7 +30,7 @@ attributes:
 // source kind in both tenants.
 func schemaBundle(t *testing.T, newStore Factory) *bundle {
 	b := setup(t, newStore)
-	v, err := b.store.ApplySchema(b.ctx, []byte(testSchema), false)
+	v, err := b.store.ApplyDefaultSchema(b.ctx, []byte(testSchema), false)
 	require.NoError(t, err)
 	require.Equal(t, 1, v.Version)
 	for _, tenant := range []string{tenantA, tenantB} {
@@ -71,30 +71,30 @@ func (b *bundle) members(k sgam.Key, asOf, knownAt string) []string {
 func runSchema(t *testing.T, newStore Factory) {
 	t.Run("ApplyVersions", func(t *testing.T) {
 		b := setup(t, newStore)
-		v, err := b.store.Schema(b.ctx)
+		v, err := b.store.DefaultSchema(b.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 0, v.Version)
-		_, err = b.store.ApplySchema(b.ctx, []byte("attributes: {x: {memory: task, type: strin}}"), false)
+		_, err = b.store.ApplyDefaultSchema(b.ctx, []byte("attributes: {x: {memory: task, type: strin}}"), false)
 		requireCode(t, err, sgam.Invalid, "")
-		dry, err := b.store.ApplySchema(b.ctx, []byte(testSchema), true)
+		dry, err := b.store.ApplyDefaultSchema(b.ctx, []byte(testSchema), true)
 		require.NoError(t, err)
 		require.Equal(t, 1, dry.Version)
 		require.NotEmpty(t, dry.Diff)
-		v, err = b.store.Schema(b.ctx)
+		v, err = b.store.DefaultSchema(b.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 0, v.Version, "a dry run stores nothing")
-		v1, err := b.store.ApplySchema(b.ctx, []byte(testSchema), false)
+		v1, err := b.store.ApplyDefaultSchema(b.ctx, []byte(testSchema), false)
 		require.NoError(t, err)
 		require.Equal(t, 1, v1.Version)
-		same, err := b.store.ApplySchema(b.ctx, []byte(testSchema), false)
+		same, err := b.store.ApplyDefaultSchema(b.ctx, []byte(testSchema), false)
 		require.NoError(t, err)
 		require.Equal(t, 1, same.Version, "an unchanged schema is not a new version")
 		require.Empty(t, same.Diff)
-		v2, err := b.store.ApplySchema(b.ctx, []byte(testSchema+"  extra: {memory: task, type: string}\n"), false)
+		v2, err := b.store.ApplyDefaultSchema(b.ctx, []byte(testSchema+"  extra: {memory: task, type: string}\n"), false)
 		require.NoError(t, err)
 		require.Equal(t, 2, v2.Version)
 		require.Len(t, v2.Diff, 1)
-		got, err := b.store.Schema(b.ctx)
+		got, err := b.store.DefaultSchema(b.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 2, got.Version)
 		require.Equal(t, v2.Hash, got.Hash)
@@ -360,7 +360,7 @@ func runSchema(t *testing.T, newStore Factory) {
 
 		// Into a store with the same schema: identical, sets and all.
 		dst := setup(t, newStore)
-		_, err = dst.store.ApplySchema(dst.ctx, []byte(testSchema), false)
+		_, err = dst.store.ApplyDefaultSchema(dst.ctx, []byte(testSchema), false)
 		require.NoError(t, err)
 		_, err = dst.store.Import(dst.ctx, sgam.ImportBatch{Episodes: dump.Episodes, Facts: dump.Facts})
 		require.NoError(t, err)
@@ -369,7 +369,7 @@ func runSchema(t *testing.T, newStore Factory) {
 
 		// Believed rows must fit the schema in force; nothing is written otherwise.
 		strict := setup(t, newStore)
-		_, err = strict.store.ApplySchema(strict.ctx, []byte("attributes:\n  weight: {memory: profile, type: number}\n"), false)
+		_, err = strict.store.ApplyDefaultSchema(strict.ctx, []byte("attributes:\n  weight: {memory: profile, type: number}\n"), false)
 		require.NoError(t, err)
 		_, err = strict.store.Import(strict.ctx, sgam.ImportBatch{Episodes: dump.Episodes, Facts: dump.Facts})
 		requireCode(t, err, sgam.Invalid, "")

@@ -18,8 +18,9 @@ import (
 
 // Options are what a test asks of a new store.
 type Options struct {
-	Clock  sgam.Clock
-	Limits sgam.Limits
+	Clock    sgam.Clock
+	Limits   sgam.Limits
+	Observer sgam.Observer
 }
 
 // Factory opens a new, empty store for one test and arranges for it to be
@@ -45,9 +46,11 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 	t.Run("Transfer", func(t *testing.T) { runTransfer(t, newStore) })
 	t.Run("Schema", func(t *testing.T) { runSchema(t, newStore) })
+	t.Run("TenantSchemas", func(t *testing.T) { runTenantSchemas(t, newStore) })
 	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
 	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
 	t.Run("APIKeys", func(t *testing.T) { runKeys(t, newStore) })
+	t.Run("Observer", func(t *testing.T) { runObserver(t, newStore) })
 }
 
 // bundle is what most tests need: a store on a manual clock.

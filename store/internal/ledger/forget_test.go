@@ -1,6 +1,8 @@
 package ledger_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/ledger"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
 	"github.com/sgam-dev/sgam/temporal"
 )
 
@@ -59,7 +61,7 @@ func TestUnsupport(t *testing.T) {
 	}{
 		{"untouched", ledger.Support{Source: "e1", Evidence: []string{"e2"}}, []string{"e9"}, false, ledger.Outcome{Fate: ledger.Untouched, Source: "e1"}},
 		{"only source goes", ledger.Support{Source: "e1"}, []string{"e1"}, false, ledger.Outcome{Fate: ledger.Deleted, Source: "e1"}},
-		{"retained", ledger.Support{Source: "e1"}, []string{"e1"}, true, ledger.Outcome{Fate: ledger.Retained, Actor: ledger.ActorRetention}},
+		{"retained", ledger.Support{Source: "e1"}, []string{"e1"}, true, ledger.Outcome{Fate: ledger.Retained, Actor: sgam.ActorRetention}},
 		{"promoted", ledger.Support{Source: "e1", Evidence: []string{"e2", "e3"}}, []string{"e1"}, true, ledger.Outcome{Fate: ledger.Promoted, Source: "e2"}},
 		{"promoted past a link that goes too", ledger.Support{Source: "e1", Evidence: []string{"e2", "e3"}}, []string{"e1", "e2"}, false, ledger.Outcome{Fate: ledger.Promoted, Source: "e3"}},
 		{"a link goes", ledger.Support{Source: "e1", Evidence: []string{"e2"}}, []string{"e2"}, false, ledger.Outcome{Fate: ledger.Unlinked, Source: "e1"}},
@@ -72,28 +74,18 @@ func TestUnsupport(t *testing.T) {
 	}
 }
 
-func TestCheckForget(t *testing.T) {
-	r, kind, err := ledger.CheckForget(sgam.ForgetRequest{Tenant: "acme", Subject: "mira"})
-	require.NoError(t, err)
-	require.Equal(t, ledger.KindSubject, kind)
-	require.Equal(t, ledger.DefaultActor, r.Actor)
-	for _, c := range []struct {
-		r     sgam.ForgetRequest
-		field string
-	}{
-		{sgam.ForgetRequest{Tenant: "acme"}, "subject"},
-		{sgam.ForgetRequest{Tenant: "acme", Subject: "mira", Episode: "e1"}, "episode"},
-		{sgam.ForgetRequest{Tenant: "acme", Episode: "e1", All: true}, "all"},
-		{sgam.ForgetRequest{Tenant: "acme", Episode: "e 1"}, "episode"},
-		{sgam.ForgetRequest{Tenant: "acme", All: true, Actor: "bad actor"}, "actor"},
-		{sgam.ForgetRequest{Subject: "mira"}, "tenant"},
-	} {
-		_, _, err := ledger.CheckForget(c.r)
-		require.Equal(t, sgam.Invalid, sgam.ErrorCode(err), "%+v", c.r)
-		require.Equal(t, c.field, sgam.ErrorField(err), "%+v: %v", c.r, err)
-	}
-	require.Len(t, ledger.SubjectTarget("mira"), 64)
-	require.NotContains(t, ledger.SubjectTarget("mira"), "mira")
+// TestSubjectTarget: a receipt's target is keyed by the store's secret, so
+// that it cannot be computed without it, and differs across tenants.
+func TestSubjectTarget(t *testing.T) {
+	a, b := []byte("secret one"), []byte("secret two")
+	d := ledger.SubjectTarget(a, "acme", "mira")
+	require.Len(t, d, 64)
+	require.NotContains(t, d, "mira")
+	require.Equal(t, d, ledger.SubjectTarget(a, "acme", "mira"), "stable")
+	require.NotEqual(t, d, ledger.SubjectTarget(b, "acme", "mira"), "keyed by the secret")
+	require.NotEqual(t, d, ledger.SubjectTarget(a, "globex", "mira"), "and by the tenant")
+	sum := sha256.Sum256([]byte("mira"))
+	require.NotEqual(t, hex.EncodeToString(sum[:]), d, "not the unkeyed hash a guess could confirm")
 }
 
 // op is an assertion of one key from one episode. The value at each valid

@@ -12,12 +12,29 @@ import (
 )
 
 // MigrationQuery selects the believed rows a migration still has to move:
-// rows of Attribute, and for a retype only values written under a schema
-// version below Below (a retyped row carries the new version, so it is
-// never selected again).
+// rows of Attribute of the tenants in Scope, and for a retype only values
+// written under a schema version below Below (a retyped row carries the new
+// version, so it is never selected again).
 type MigrationQuery struct {
+	Scope     Scope
 	Attribute string
 	Below     int // 0: any version
+}
+
+// Scope is the tenants one schema serves: Tenant alone (a tenant with a
+// schema of its own), or every tenant but Except (the tenants the store
+// default serves: all but those with their own).
+type Scope struct {
+	Tenant string
+	Except []string
+}
+
+// Includes reports whether tenant is in the scope.
+func (s Scope) Includes(tenant string) bool {
+	if s.Tenant != "" {
+		return tenant == s.Tenant
+	}
+	return !slices.Contains(s.Except, tenant)
 }
 
 // MigrationRow is a believed row a migration moves, with its key and the
@@ -31,11 +48,8 @@ type MigrationRow struct {
 // Cursor is the last subject a migration batch reached, in key order.
 type Cursor struct{ Tenant, Subject string }
 
-// MigrationStore is what a store does for RunMigrations.
+// MigrationStore is what RunMigrations asks of a store.
 type MigrationStore interface {
-	// SchemaVersions returns every stored schema version, oldest first,
-	// with its body.
-	SchemaVersions(ctx context.Context) ([]sgam.SchemaVersion, error)
 	// CountSubjects counts the subjects (tenant, subject) with rows q selects.
 	CountSubjects(ctx context.Context, q MigrationQuery) (int, error)
 	// MigrateBatch runs one write transaction: it takes up to limit
@@ -43,11 +57,13 @@ type MigrationStore interface {
 	// writes the ops plan returns for them. It returns the last subject
 	// taken (done when there was none) and the fact rows written.
 	MigrateBatch(ctx context.Context, q MigrationQuery, after Cursor, limit int,
-		plan func(Gov, []MigrationRow) ([]Op, error)) (last Cursor, subjects, rows int, done bool, err error)
+		plan func([]MigrationRow) ([]Op, error)) (last Cursor, subjects, rows int, done bool, err error)
 }
 
-// RunMigrations runs every migration of the schema in force, in order.
-func RunMigrations(ctx context.Context, st MigrationStore, g Gov, opts sgam.MigrateOptions) ([]sgam.MigrationReport, error) {
+// RunMigrations runs every migration of g, the schema in force for the
+// tenants of scope, in order. history is g's history, oldest first: the
+// versions that served those tenants, with their bodies.
+func RunMigrations(ctx context.Context, st MigrationStore, g Gov, history []sgam.SchemaVersion, scope Scope, opts sgam.MigrateOptions) ([]sgam.MigrationReport, error) {
 	reports := []sgam.MigrationReport{}
 	if g.Schema == nil || len(g.Schema.Migrations) == 0 {
 		return reports, nil
@@ -55,14 +71,14 @@ func RunMigrations(ctx context.Context, st MigrationStore, g Gov, opts sgam.Migr
 	if opts.BatchKeys <= 0 {
 		opts.BatchKeys = 500
 	}
-	since, err := declaredSince(ctx, st, g)
+	since, err := declaredSince(history, g)
 	if err != nil {
 		return nil, err
 	}
 	for i, m := range g.Schema.Migrations {
 		later := g.Schema.Migrations[i+1:]
 		start := time.Now()
-		q := MigrationQuery{Attribute: m.From}
+		q := MigrationQuery{Scope: scope, Attribute: m.From}
 		if m.Kind == "retype" {
 			q.Below = since[m.Name]
 		}
@@ -70,10 +86,10 @@ func RunMigrations(ctx context.Context, st MigrationStore, g Gov, opts sgam.Migr
 		if err != nil {
 			return reports, err
 		}
-		rep := sgam.MigrationReport{Name: m.Name, Kind: m.Kind, Since: since[m.Name]}
+		rep := sgam.MigrationReport{Tenant: scope.Tenant, Name: m.Name, Kind: m.Kind, Since: since[m.Name]}
 		var cur Cursor
 		for {
-			last, subjects, rows, done, err := st.MigrateBatch(ctx, q, cur, opts.BatchKeys, func(g Gov, rows []MigrationRow) ([]Op, error) {
+			last, subjects, rows, done, err := st.MigrateBatch(ctx, q, cur, opts.BatchKeys, func(rows []MigrationRow) ([]Op, error) {
 				return PlanMigration(g, m, later, rows)
 			})
 			if err != nil {
@@ -86,7 +102,7 @@ func RunMigrations(ctx context.Context, st MigrationStore, g Gov, opts sgam.Migr
 			rep.Subjects += subjects
 			rep.Rows += rows
 			if opts.Progress != nil {
-				opts.Progress(sgam.MigrationProgress{Migration: m.Name, Done: rep.Subjects, Total: total})
+				opts.Progress(sgam.MigrationProgress{Tenant: scope.Tenant, Migration: m.Name, Done: rep.Subjects, Total: total})
 			}
 		}
 		rep.Elapsed = time.Since(start)
@@ -95,16 +111,12 @@ func RunMigrations(ctx context.Context, st MigrationStore, g Gov, opts sgam.Migr
 	return reports, nil
 }
 
-// declaredSince finds, for every migration of g, the first schema version
-// that declared it: values written from then on already have the new
-// representation.
-func declaredSince(ctx context.Context, st MigrationStore, g Gov) (map[string]int, error) {
+// declaredSince finds, for every migration of g, the first version of its
+// history that declared it: values written from then on already have the
+// new representation.
+func declaredSince(history []sgam.SchemaVersion, g Gov) (map[string]int, error) {
 	out := map[string]int{}
-	versions, err := st.SchemaVersions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range versions {
+	for _, v := range history {
 		s, err := schema.Parse(v.Body)
 		if err != nil {
 			return nil, &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("stored schema version %d no longer parses: %v", v.Version, err), Err: err}

@@ -23,14 +23,14 @@ func BenchmarkGovern(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		gov  Gov
-	}{{"none", Gov{}}, {"schema", Gov{Version: 1, Schema: s}}} {
+	}{{"none", Gov{}}, {"schema", Gov{Head: Head{Version: 1}, Schema: s}}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				build, err := AssertAll(sgam.Limits{}, batch)
-				if err != nil {
-					b.Fatal(err)
+				build := AssertAll(sgam.Limits{}, batch)
+				if build.Err != nil {
+					b.Fatal(build.Err)
 				}
-				if _, err := build(c.gov, time.Now()); err != nil {
+				if _, err := build.Ops(Govs{batch[0].Key.Tenant: c.gov}, time.Now()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -54,7 +54,7 @@ migrations:
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := Gov{Version: 2, Schema: s}
+	g := Gov{Head: Head{Version: 2}, Schema: s}
 	k := sgam.Key{Tenant: "acme", Subject: "mira"}
 	row := func(attr, member, value string, id int64) MigrationRow {
 		kk := k

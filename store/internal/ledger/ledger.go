@@ -52,7 +52,7 @@ const (
 
 // fullWindow loads every believed row of a key: the valid instants
 // CheckTime allows.
-var fullWindow = [2]int64{sgam.Micros(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)), sgam.Micros(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC))}
+var fullWindow = [2]int64{sgam.Micros(sgam.MinTime()), sgam.Micros(sgam.MaxTime())}
 
 // AssertionOp turns a validated assertion into an Op.
 func AssertionOp(a sgam.Assertion) Op {
@@ -69,10 +69,10 @@ type Batch struct {
 	Ops []Op
 	// Keys are the distinct keys of Ops, in the order first seen.
 	Keys []sgam.Key
-	// Gov is the schema the ops were validated under: its version is
-	// checked by the driver inside the transaction, its source ranks used
-	// by prefer_source.
-	Gov Gov
+	// Govs are the schemas the ops were validated under, by tenant: their
+	// versions are checked by the driver inside the transaction, their
+	// source ranks used by prefer_source.
+	Govs Govs
 	// Pending lists the candidates Apply held back; Hold, after
 	// SettlePending, those of them the driver stores (the others repeat a
 	// stored candidate).
@@ -185,7 +185,7 @@ func (b *Batch) Actors() map[string][]int64 {
 		for _, ins := range b.keys[k].ledger.Inserted {
 			actor := ins.Actor
 			if actor == "" && ins.Source == "" {
-				actor = ActorMigration
+				actor = sgam.ActorMigration
 			}
 			if actor != "" {
 				if out == nil {
@@ -197,12 +197,6 @@ func (b *Batch) Actors() map[string][]int64 {
 	}
 	return out
 }
-
-// System actors: what keeps a fact row that has no source episode.
-const (
-	ActorMigration = "migration" // migrated from a row that had none
-	ActorRetention = "retention" // its attribute's retention outlived its episodes
-)
 
 // Ledger returns k's ledger after Apply: what to retract, insert and link.
 func (b *Batch) Ledger(k sgam.Key) *temporal.KeyLedger { return b.keys[k].ledger }

@@ -7,9 +7,9 @@ package ledger
 
 import (
 	"cmp"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"slices"
 	"time"
 
@@ -17,89 +17,31 @@ import (
 	"github.com/sgam-dev/sgam/temporal"
 )
 
-// Receipt kinds.
-const (
-	KindSubject = "subject"
-	KindEpisode = "episode"
-	KindTenant  = "tenant"
-	KindExpire  = "expire"
-)
-
-// DefaultActor names who asked for a Forget that names no one. Expiry
-// receipts name ActorRetention.
-const DefaultActor = "sgam"
-
 // ExpireBatch bounds the episodes (and, separately, the expired fact
 // rows) one expiry transaction deletes, so that a large expiry never holds
 // the writer for long.
 const ExpireBatch = 1000
 
-// identifier applies the rule for attribute names to s, naming field.
-func identifier(field, s string) error {
-	err := sgam.Key{Tenant: "t", Subject: "s", Attribute: s}.Check()
-	var se *sgam.Error
-	if errors.As(err, &se) {
-		c := *se
-		c.Field = field
-		return &c
-	}
-	return err
-}
-
-// CheckForget validates a forget request and returns it with the actor
-// defaulted, and its receipt kind.
-func CheckForget(r sgam.ForgetRequest) (sgam.ForgetRequest, string, error) {
-	if err := sgam.CheckTenant(r.Tenant); err != nil {
-		return r, "", err
-	}
-	if r.Actor == "" {
-		r.Actor = DefaultActor
-	}
-	if err := identifier("actor", r.Actor); err != nil {
-		return r, "", err
-	}
-	var kind string
-	for _, c := range []struct {
-		set         bool
-		kind, field string
-	}{{r.Subject != "", KindSubject, "subject"}, {r.Episode != "", KindEpisode, "episode"}, {r.All, KindTenant, "all"}} {
-		if !c.set {
-			continue
-		}
-		if kind != "" {
-			return r, "", sgam.Errorf(sgam.Invalid, c.field, "forget one thing at a time: a subject, an episode, or the whole tenant (all), not both %s and %s", kind, c.field)
-		}
-		kind = c.kind
-	}
-	switch kind {
-	case "":
-		return r, "", sgam.Errorf(sgam.Invalid, "subject", "name what to forget: a subject, an episode, or the whole tenant (all)")
-	case KindSubject:
-		if err := sgam.CheckSubject(r.Subject); err != nil {
-			return r, "", err
-		}
-	case KindEpisode:
-		if err := sgam.CheckEpisodeID("episode", r.Episode); err != nil {
-			return r, "", err
-		}
-	}
-	return r, kind, nil
-}
-
 // NewReceipt starts the receipt of a forget or expiry at transaction
-// instant at. The target names what was forgotten without its content: the
-// SHA-256 of a subject, an episode's id, nothing for a tenant.
+// instant at. The target names what was forgotten without its content: a
+// subject's digest (SubjectTarget), an episode's id, nothing for a tenant.
 func NewReceipt(tenant, actor, kind, target string, at int64) sgam.Receipt {
 	return sgam.Receipt{ID: "fg_" + NewEpisodeID()[3:], Tenant: tenant, Actor: actor, At: sgam.FromMicros(at),
 		Kind: kind, Target: target, FactIDs: []int64{}, EpisodeIDs: []string{}}
 }
 
 // SubjectTarget is the receipt target of a forgotten subject: the hex
-// SHA-256 of its id, so that a receipt proves which subject went without
-// keeping its name.
-func SubjectTarget(subject string) string {
-	h := sha256.Sum256([]byte(subject))
-	return hex.EncodeToString(h[:])
+// HMAC-SHA256, keyed by the store's secret, of its tenant and id. A
+// receipt so proves which subject went to whoever holds the store (who can
+// compute the digest of a subject it names) without keeping the name, and
+// without letting a reader of receipts confirm a guessed id, as an
+// unkeyed hash would.
+func SubjectTarget(secret []byte, tenant, subject string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(tenant))
+	m.Write([]byte{0x1f})
+	m.Write([]byte(subject))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // Finish sorts a receipt's ids, for a stable record.
@@ -116,7 +58,7 @@ func (g Gov) CheckRetention(class string) error {
 	if class == "" {
 		return nil
 	}
-	if err := identifier("retention", class); err != nil {
+	if err := sgam.CheckRetentionClass("retention", class); err != nil {
 		return err
 	}
 	if g.Schema == nil {
@@ -186,7 +128,7 @@ func Unsupport(r Support, gone func(string) bool, keep bool) Outcome {
 	case sourceGone && r.Actor != "":
 		out.Fate, out.Source = Unlinked, ""
 	case keep:
-		out.Fate, out.Source, out.Actor = Retained, "", ActorRetention
+		out.Fate, out.Source, out.Actor = Retained, "", sgam.ActorRetention
 	default:
 		out.Fate = Deleted
 	}
@@ -198,8 +140,8 @@ func Unsupport(r Support, gone func(string) bool, keep bool) Outcome {
 // and evidence links, supersedes Of) is inserted over [ValidFrom, ValidTo).
 type Mend struct {
 	Of        int64
-	ValidFrom temporal.Instant
-	ValidTo   temporal.Instant // temporal.Open for an open copy
+	ValidFrom int64
+	ValidTo   int64 // temporal.Open for an open copy
 }
 
 // PlanMend returns how the believed rows of one key (any order) must be
@@ -220,7 +162,7 @@ func PlanMend(believed []temporal.Row, deleted func(int64) bool) []Mend {
 	})
 	var out []Mend
 	var cur *temporal.Row
-	var end temporal.Instant
+	var end int64
 	flush := func() {
 		if cur != nil && end != cur.ValidTo {
 			out = append(out, Mend{Of: cur.ID, ValidFrom: cur.ValidFrom, ValidTo: end})
@@ -245,7 +187,7 @@ func PlanMend(believed []temporal.Row, deleted func(int64) bool) []Mend {
 // what it governs was recorded for it to have expired.
 type Cutoff struct {
 	Class  string
-	Before temporal.Instant // expired when recorded_at <= Before
+	Before int64 // expired when recorded_at <= Before
 	// Default: the class is the schema's episode_retention, which governs
 	// episodes that name none.
 	Default bool
@@ -292,7 +234,7 @@ func (g Gov) AttributeCutoffs(now time.Time) []Cutoff {
 // RetentionKeeps reports whether attribute's retention keeps a fact row
 // recorded at recordedAt once its episodes are gone, at now: the attribute
 // has a retention class, and it is forever or has not run out.
-func (g Gov) RetentionKeeps(attribute string, recordedAt temporal.Instant, now time.Time) bool {
+func (g Gov) RetentionKeeps(attribute string, recordedAt int64, now time.Time) bool {
 	if g.Schema == nil {
 		return false
 	}

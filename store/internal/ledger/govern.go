@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sgam-dev/sgam"
@@ -14,8 +15,40 @@ import (
 // schema": any attribute, any JSON value, every attribute single-valued,
 // conflicts rejected.
 type Gov struct {
+	Head
+	Schema *schema.Schema
+}
+
+// Head names the schema version in force for a tenant: Owner is the tenant
+// when it applied a schema of its own, "" when the store-wide default
+// serves it; Version 0 is no schema at all.
+type Head struct {
+	Owner   string
 	Version int
-	Schema  *schema.Schema
+}
+
+// HeadOf is the head of tenant's schema given the latest version of its
+// own (0: none) and of the store default's: its own when it has one.
+func HeadOf(tenant string, own, def int) Head {
+	if own > 0 {
+		return Head{Owner: tenant, Version: own}
+	}
+	return Head{Version: def}
+}
+
+// Govs are the schemas of a write's tenants, by tenant.
+type Govs map[string]Gov
+
+// For returns tenant's schema (the zero Gov when govs has none for it).
+func (govs Govs) For(tenant string) Gov { return govs[tenant] }
+
+// Heads returns the head of every tenant's schema.
+func (govs Govs) Heads() map[string]Head {
+	out := make(map[string]Head, len(govs))
+	for t, g := range govs {
+		out[t] = g.Head
+	}
+	return out
 }
 
 // attribute resolves a written attribute name: a declared name or alias,
@@ -174,10 +207,11 @@ func (b *Batch) kind(tenant, id string) string { return b.kinds[EpisodeRef{tenan
 
 // rank is the strength of an episode as a source under the schema.
 func (b *Batch) rank(tenant, id string) int {
-	if b.Gov.Schema == nil {
+	g := b.Govs.For(tenant)
+	if g.Schema == nil {
 		return 0
 	}
-	return b.Gov.Schema.Rank(b.kind(tenant, id))
+	return g.Schema.Rank(b.kind(tenant, id))
 }
 
 // settle applies conflict policy to op i after the temporal rules found a
@@ -219,26 +253,29 @@ func (b *Batch) settle(i int, o Op, ce *temporal.ConflictError, now int64, nextI
 }
 
 // LoadGov rebuilds the Gov of a stored schema version (version 0: none).
-func LoadGov(version int, body []byte) (Gov, error) {
-	if version == 0 {
-		return Gov{}, nil
+func LoadGov(h Head, body []byte) (Gov, error) {
+	if h.Version == 0 {
+		return Gov{Head: h}, nil
 	}
 	s, err := schema.Parse(body)
 	if err != nil {
-		return Gov{}, &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("stored schema version %d no longer parses: %v", version, err), Err: err}
+		return Gov{}, &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("stored schema version %d no longer parses: %v", h.Version, err), Err: err}
 	}
-	return Gov{Version: version, Schema: s}, nil
+	return Gov{Head: h, Schema: s}, nil
 }
 
-// NextSchema parses a schema file to apply over cur. It returns the new
-// version to store (Version and Body set, Hash and Diff filled in), or
-// unchanged when the file says what cur says.
-func NextSchema(cur Gov, file []byte) (next sgam.SchemaVersion, unchanged bool, err error) {
+// NextSchema parses a schema file to apply over cur, the schema in force
+// for owner ("" for the store default). It returns the new version to
+// store (Version and Body set, Hash and Diff filled in), or unchanged when
+// the file says what cur says. The version follows cur's, so a tenant's
+// first schema of its own follows the default version that served it.
+func NextSchema(owner string, cur Gov, file []byte) (next sgam.SchemaVersion, unchanged bool, err error) {
 	s, err := schema.Parse(file)
 	if err != nil {
 		return next, false, err
 	}
-	next = sgam.SchemaVersion{Version: cur.Version + 1, Hash: s.Hash(), Body: s.Canonical(), Diff: schema.Diff(cur.Schema, s)}
+	next = sgam.SchemaVersion{Tenant: owner, StoreDefault: owner == "", Version: cur.Version + 1, Hash: s.Hash(), Body: s.Canonical(),
+		Diff: schema.Diff(cur.Schema, s)}
 	if cur.Schema != nil && cur.Schema.Hash() == next.Hash {
 		return next, true, nil
 	}
@@ -271,15 +308,19 @@ func (g Gov) IsSet(name string) bool {
 	return ok && a.Cardinality == schema.Many
 }
 
-// Build turns a write's input into ops under the schema in force, inside
-// the write transaction (so that the schema version cannot change before
+// Build turns a write's input into ops under the schemas of its tenants,
+// inside the write transaction (so that no schema can change before
 // commit); now resolves dual-read windows.
-type Build func(g Gov, now time.Time) ([]Op, error)
+type Build struct {
+	// Tenants are the tenants of the ops, whose schemas Ops needs.
+	Tenants []string
+	Ops     func(g Govs, now time.Time) ([]Op, error)
+	// Err is set when the input failed its checks: there is nothing to write.
+	Err error
+}
 
 // Failed is the Build of an input that failed its checks.
-func Failed(err error) Build {
-	return func(Gov, time.Time) ([]Op, error) { return nil, err }
-}
+func Failed(err error) Build { return Build{Err: err} }
 
 // AssertOne checks a single assertion and returns its Build (Failed when
 // the check fails). set: the caller asked to Add to a set, and the
@@ -289,13 +330,13 @@ func AssertOne(l sgam.Limits, a sgam.Assertion, set bool) Build {
 	if err != nil {
 		return Failed(err)
 	}
-	return func(g Gov, now time.Time) ([]Op, error) {
-		o, err := g.Assertion(a, now)
+	return Build{Tenants: []string{a.Key.Tenant}, Ops: func(g Govs, now time.Time) ([]Op, error) {
+		o, err := g.For(a.Key.Tenant).Assertion(a, now)
 		if err == nil && set && !o.Set {
 			err = notASet(o.Key.Attribute, "assert")
 		}
 		return []Op{o}, err
-	}
+	}}
 }
 
 // RetractOne checks a single retraction and returns its Build. set: the
@@ -308,37 +349,67 @@ func RetractOne(l sgam.Limits, r sgam.Retraction, set bool) Build {
 	if set && len(r.Value) == 0 {
 		return Failed(sgam.Errorf(sgam.Invalid, "value", "is required: the member to remove"))
 	}
-	return func(g Gov, now time.Time) ([]Op, error) {
-		o, err := g.Retraction(r, now)
+	return Build{Tenants: []string{r.Key.Tenant}, Ops: func(g Govs, now time.Time) ([]Op, error) {
+		o, err := g.For(r.Key.Tenant).Retraction(r, now)
 		if err == nil && set && !o.Set {
 			err = notASet(o.Key.Attribute, "retract")
 		}
 		return []Op{o}, err
-	}
+	}}
 }
 
 // AssertAll checks a batch of assertions and returns its Build, naming a
 // bad one "assertions[i]".
-func AssertAll(l sgam.Limits, as []sgam.Assertion) (Build, error) {
+func AssertAll(l sgam.Limits, as []sgam.Assertion) Build {
 	checked := make([]sgam.Assertion, len(as))
+	var tenants []string
 	for i, a := range as {
 		a, err := l.CheckAssertion(a)
 		if err != nil {
-			return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
+			return Failed(sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err))
 		}
 		checked[i] = a
+		if !slices.Contains(tenants, a.Key.Tenant) {
+			tenants = append(tenants, a.Key.Tenant)
+		}
 	}
-	return func(g Gov, now time.Time) ([]Op, error) {
+	return Build{Tenants: tenants, Ops: func(g Govs, now time.Time) ([]Op, error) {
 		ops := make([]Op, len(checked))
 		for i, a := range checked {
-			o, err := g.Assertion(a, now)
+			o, err := g.For(a.Key.Tenant).Assertion(a, now)
 			if err != nil {
 				return nil, sgam.PrefixField(fmt.Sprintf("assertions[%d]", i), err)
 			}
 			ops[i] = o
 		}
 		return ops, nil
-	}, nil
+	}}
+}
+
+// Join builds several writes as one: their ops in order. It returns the
+// joined Build and, for each part, the index of its first op.
+func Join(parts []Build) (Build, []int) {
+	var tenants []string
+	for _, p := range parts {
+		for _, t := range p.Tenants {
+			if !slices.Contains(tenants, t) {
+				tenants = append(tenants, t)
+			}
+		}
+	}
+	starts := make([]int, len(parts))
+	return Build{Tenants: tenants, Ops: func(g Govs, now time.Time) ([]Op, error) {
+		var ops []Op
+		for i, p := range parts {
+			starts[i] = len(ops)
+			o, err := p.Ops(g, now)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, o...)
+		}
+		return ops, nil
+	}}, starts
 }
 
 func notASet(attr, use string) error {
@@ -360,23 +431,23 @@ func (g Gov) ReadKeys(k sgam.Key, now time.Time) []sgam.Key {
 // CheckGet refuses Get on a set: a set has many values at once.
 func (g Gov) CheckGet(k sgam.Key) error {
 	if k.Member == "" && g.IsSet(k.Attribute) {
-		return &sgam.Error{Code: sgam.Invalid, Field: "attribute", Rule: "cardinality",
+		return &sgam.Error{Code: sgam.Invalid, Field: "attribute", Err: sgam.ErrSet,
 			Message: fmt.Sprintf("%s is a set (cardinality many): read its members", k.Attribute)}
 	}
 	return nil
 }
 
-// CheckImport holds imported rows that are still believed to the schema in
-// force: their attribute declared under its own name, a value in the
+// CheckImport holds the imported rows of tenant that are still believed to
+// g, the tenant's schema: their attribute declared under its own name, a value in the
 // canonical form of its type, a set member keyed by its value. Retracted
 // rows are history and keep the shape they had (a migration may have
 // changed it since).
-func (g Gov) CheckImport(b sgam.ImportBatch) error {
+func (g Gov) CheckImport(b sgam.ImportBatch, tenant string) error {
 	if g.Schema == nil {
 		return nil
 	}
 	for i, f := range b.Facts {
-		if f.RetractedAt != nil {
+		if f.RetractedAt != nil || f.Tenant != tenant {
 			continue
 		}
 		field := fmt.Sprintf("facts[%d]", i)

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTransport is the MCP transport of 'sgam mcp': newline-delimited
+// JSON-RPC on standard input and output, like the SDK's IOTransport but
+// sturdy at both ends of a session. The SDK's ends the session at the first
+// line that is not a JSON-RPC message, unanswered; and at the end of input
+// it cancels the requests still running and drops their answers. Here a
+// malformed line is answered with a JSON-RPC error and skipped, and the end
+// of input is passed on only once every request read has been answered.
+type stdioTransport struct {
+	in      io.Reader
+	out     io.Writer
+	maxLine int // bytes in one message
+}
+
+// Connect implements mcp.Transport.
+func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	c := &stdioConn{out: t.out, maxLine: t.maxLine, lines: make(chan inputLine), closed: make(chan struct{}),
+		pending: map[jsonrpc.ID]bool{}}
+	c.answered = sync.NewCond(&c.mu)
+	go c.readLines(bufio.NewReader(t.in))
+	return c, nil
+}
+
+// inputLine is one line of input, or the error that ended the input.
+type inputLine struct {
+	text    []byte
+	tooLong bool // longer than maxLine: text is dropped
+	err     error
+}
+
+// stdioConn is the connection of a stdioTransport.
+type stdioConn struct {
+	out     io.Writer
+	maxLine int
+	writeMu sync.Mutex // a message is one line: writes never interleave
+
+	// lines come from readLines, which blocks on the input: Read waits on
+	// the channel so that Close can end a Read (the goroutine stays blocked
+	// until the input ends, as the SDK's does).
+	lines     chan inputLine
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	answered *sync.Cond          // broadcast when a request is answered, and on Close
+	pending  map[jsonrpc.ID]bool // requests read and not answered yet
+	isClosed bool
+}
+
+func (c *stdioConn) readLines(r *bufio.Reader) {
+	for {
+		l := c.readLine(r)
+		select {
+		case c.lines <- l:
+		case <-c.closed:
+			return
+		}
+		if l.err != nil {
+			return
+		}
+	}
+}
+
+// readLine reads one line, without its line ending. A line over maxLine is
+// read to its end and dropped.
+func (c *stdioConn) readLine(r *bufio.Reader) inputLine {
+	var l inputLine
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !l.tooLong {
+			l.text = append(l.text, chunk...)
+			if len(l.text) > c.maxLine+len("\r\n") {
+				l.text, l.tooLong = nil, true
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == nil, errors.Is(err, io.EOF) && (len(l.text) > 0 || l.tooLong):
+			// At the end of the input, a last line without a line ending
+			// is a line too; the next read reports the end.
+			if l.text = bytes.TrimRight(l.text, "\r\n"); len(l.text) > c.maxLine {
+				l.text, l.tooLong = nil, true
+			}
+			return l
+		}
+		return inputLine{err: err}
+	}
+}
+
+// Read implements mcp.Connection: the next message, after answering and
+// skipping malformed lines. At the end of the input it waits for every
+// request read to be answered (or for Close): the SDK stops answering once
+// Read reports the end.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		var l inputLine
+		select {
+		case l = <-c.lines:
+		case <-c.closed:
+			return nil, io.EOF
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if l.err != nil {
+			c.mu.Lock()
+			for len(c.pending) > 0 && !c.isClosed {
+				c.answered.Wait()
+			}
+			c.mu.Unlock()
+			return nil, l.err
+		}
+		if msg := c.message(l); msg != nil {
+			return msg, nil
+		}
+	}
+}
+
+// message decodes a line, or answers it with a JSON-RPC error and returns
+// nil; blank lines are skipped.
+func (c *stdioConn) message(l inputLine) jsonrpc.Message {
+	text := bytes.TrimSpace(l.text)
+	switch {
+	case l.tooLong:
+		return c.refuse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: the message is longer than %d bytes", c.maxLine))
+	case len(text) == 0:
+		return nil
+	case !json.Valid(text):
+		return c.refuse(jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: the line is not JSON")
+	case text[0] == '[':
+		return c.refuse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported; send one message per line")
+	}
+	msg, err := jsonrpc.DecodeMessage(text)
+	if err != nil {
+		var probe struct {
+			ID any `json:"id"`
+		}
+		json.Unmarshal(text, &probe) // the id to answer to, when the line names one
+		id, _ := jsonrpc.MakeID(probe.ID)
+		return c.refuse(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.mu.Lock()
+		inUse := c.pending[req.ID]
+		c.pending[req.ID] = true
+		c.mu.Unlock()
+		if inUse {
+			// The SDK would refuse it without an id, and so never clear the
+			// id from pending. Refuse it here, with no id either: an answer
+			// under the id is the first request's.
+			return c.refuse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is in use by a request not answered yet", req.ID.Raw()))
+		}
+	}
+	return msg
+}
+
+// refuse answers a malformed line with a JSON-RPC error (id null when it
+// names none) and returns nil.
+func (c *stdioConn) refuse(id jsonrpc.ID, code int64, message string) jsonrpc.Message {
+	type wireError struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string    `json:"jsonrpc"`
+		ID      any       `json:"id"` // null, unlike the SDK's encoding of a missing id
+		Error   wireError `json:"error"`
+	}{"2.0", id.Raw(), wireError{code, message}})
+	if err == nil {
+		c.writeLine(b) // a failed write ends the session at the next one the SDK makes
+	}
+	return nil
+}
+
+// Write implements mcp.Connection. An answer to a request is counted once
+// it is written.
+func (c *stdioConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	err = c.writeLine(b)
+	if res, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		delete(c.pending, res.ID)
+		c.answered.Broadcast()
+		c.mu.Unlock()
+	}
+	return err
+}
+
+func (c *stdioConn) writeLine(b []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.out.Write(append(b, '\n'))
+	return err
+}
+
+// Close implements mcp.Connection. It leaves standard input and output
+// open: they are the process's.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.mu.Lock()
+		c.isClosed = true
+		c.answered.Broadcast()
+		c.mu.Unlock()
+	})
+	return nil
+}
+
+// SessionID implements mcp.Connection: stdio has one session, unnamed.
+func (c *stdioConn) SessionID() string { return "" }

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
+)
+
+// AddEpisode implements sgam.Episodes.
+func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (out sgam.Episode, err error) {
+	defer s.track("AddEpisode", s.start(), &err)
+	explicitTime := !e.OccurredAt.IsZero()
+	if e, err = s.limits.CheckNewEpisode(e, s.now()); err != nil {
+		return e, err
+	}
+	var tenants []string // whose schema the write needs: a retention class must be declared
+	if e.Retention != "" {
+		if err := sgam.CheckRetentionClass("retention", e.Retention); err != nil {
+			return e, err
+		}
+		tenants = []string{e.Tenant}
+	}
+	if e.ID == "" && e.IdempotencyKey == "" {
+		e.ID = ledger.NewEpisodeID()
+	}
+	err = s.inWrite(ctx, e.Tenant, tenants, func(tx Tx, govs ledger.Govs) error {
+		in := e
+		if in.Retention != "" {
+			if err := tx.CheckHeads(govs.Heads()); err != nil {
+				return err
+			}
+			if err := govs.For(in.Tenant).CheckRetention(in.Retention); err != nil {
+				return err
+			}
+		}
+		if in.IdempotencyKey != "" {
+			have, found, err := tx.EpisodeByKey(in.Tenant, in.IdempotencyKey)
+			if err != nil {
+				return err
+			}
+			if found {
+				if in.ID == "" {
+					in.ID = have.ID
+				}
+				if !ledger.SameEpisode(have, in, explicitTime) {
+					return sgam.Errorf(sgam.Conflict, "idempotency_key", "episode %s was already captured under idempotency key %q with different content", have.ID, in.IdempotencyKey)
+				}
+				out = have
+				return nil
+			}
+			if in.ID == "" {
+				in.ID = ledger.NewEpisodeID()
+			}
+		}
+		have, found, err := tx.EpisodeByID(in.Tenant, in.ID)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			now, err := tx.Instant(0)
+			if err != nil {
+				return err
+			}
+			in.RecordedAt = sgam.FromMicros(now)
+			out = in
+			return tx.InsertEpisode(in)
+		case ledger.IsPlaceholder(have):
+			// A write named this episode before it was captured: fill it in,
+			// keeping when the store first heard of it.
+			in.RecordedAt = have.RecordedAt
+			out = in
+			return tx.FillPlaceholder(in)
+		case ledger.SameEpisode(have, in, explicitTime):
+			out = have
+			return nil
+		}
+		return sgam.Errorf(sgam.Conflict, "episode_id", "episode %s already exists with different content", in.ID)
+	})
+	return out, err
+}
+
+// Episode implements sgam.Episodes.
+func (s *Store) Episode(ctx context.Context, tenant, id string) (e sgam.Episode, err error) {
+	defer s.track("Episode", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return e, err
+	}
+	if err := sgam.CheckEpisodeID("episode_id", id); err != nil {
+		return e, err
+	}
+	e, found, err := s.d.Episode(ctx, tenant, id)
+	if err == nil && !found {
+		err = notFound("episode_id", "tenant %s has no episode %s", tenant, id)
+	}
+	return e, err
+}
+
+// Episodes implements sgam.Episodes.
+func (s *Store) Episodes(ctx context.Context, q sgam.EpisodeQuery) (out []sgam.Episode, err error) {
+	defer s.track("Episodes", s.start(), &err)
+	if q, err = q.Check(); err != nil {
+		return nil, err
+	}
+	return s.d.Episodes(ctx, q)
+}
+
+// Pending implements sgam.Review.
+func (s *Store) Pending(ctx context.Context, q sgam.PendingQuery) (out []sgam.Candidate, err error) {
+	defer s.track("Pending", s.start(), &err)
+	if q, err = q.Check(); err != nil {
+		return nil, err
+	}
+	return s.d.Pending(ctx, q)
+}
+
+// Confirm implements sgam.Review.
+func (s *Store) Confirm(ctx context.Context, tenant, pendingID, episodeID string) (res sgam.WriteResult, err error) {
+	defer s.track("Confirm", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return res, err
+	}
+	if err := sgam.CheckEpisodeID("episode_id", episodeID); err != nil {
+		return res, err
+	}
+	c, found, err := s.d.Candidate(ctx, tenant, pendingID)
+	if err != nil {
+		return res, err
+	}
+	if !found {
+		return res, NoCandidate(tenant, pendingID)
+	}
+	build := ledger.Build{Tenants: []string{tenant}, Ops: func(g ledger.Govs, now time.Time) ([]ledger.Op, error) {
+		return g.For(tenant).Candidate(c, episodeID, now)
+	}}
+	out, err := s.write(ctx, writeReq{build: build, confirm: &c})
+	if err != nil {
+		return res, err
+	}
+	return out[len(out)-1], nil
+}
+
+// Dismiss implements sgam.Review.
+func (s *Store) Dismiss(ctx context.Context, tenant, pendingID string) (err error) {
+	defer s.track("Dismiss", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return err
+	}
+	return s.d.Write(ctx, tenant, func(tx Tx) error {
+		found, err := tx.DeletePending(tenant, pendingID)
+		if err == nil && !found {
+			err = NoCandidate(tenant, pendingID)
+		}
+		return err
+	})
+}
+
+// NoCandidate is the error of a pending candidate the tenant does not have
+// (LoadBatch's, when the one to confirm is gone).
+func NoCandidate(tenant, id string) error {
+	return notFound("pending_id", "tenant %s has no pending candidate %q", tenant, id)
+}

@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"context"
+	"slices"
+
+	"github.com/sgam-dev/sgam"
+)
+
+// Get implements sgam.FactReader.
+func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (f *sgam.Fact, err error) {
+	defer s.track("Get", s.start(), &err)
+	if err := key.Check(); err != nil {
+		return nil, err
+	}
+	if at, err = checkAt(at); err != nil {
+		return nil, err
+	}
+	g, err := s.readGov(ctx, key.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.CheckGet(key); err != nil {
+		return nil, err
+	}
+	// During a rename's dual-read window the old and the new key may both
+	// answer: the value that starts latest is the newer (the new key wins
+	// a tie).
+	var best *sgam.Fact
+	for _, k := range g.ReadKeys(key, s.now()) {
+		f, err := s.d.Get(ctx, k, at)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil && (best == nil || !f.ValidFrom.Before(best.ValidFrom)) {
+			best = f
+		}
+	}
+	return best, nil
+}
+
+// Members implements sgam.FactReader.
+func (s *Store) Members(ctx context.Context, key sgam.Key, at sgam.At) (out []sgam.Fact, err error) {
+	defer s.track("Members", s.start(), &err)
+	key.Member = ""
+	if err := key.Check(); err != nil {
+		return nil, err
+	}
+	if at, err = checkAt(at); err != nil {
+		return nil, err
+	}
+	g, err := s.readGov(ctx, key.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	keys := g.ReadKeys(key, s.now())
+	slices.Reverse(keys) // the new name first during a dual-read window
+	for _, k := range keys {
+		if out, err = s.d.Members(ctx, k, at); err != nil || len(out) > 0 {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// State implements sgam.FactReader.
+func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) (out []sgam.Fact, err error) {
+	defer s.track("State", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if err := sgam.CheckSubject(subject); err != nil {
+		return nil, err
+	}
+	if at, err = checkAt(at); err != nil {
+		return nil, err
+	}
+	return s.d.State(ctx, tenant, subject, at)
+}
+
+// History implements sgam.FactReader.
+func (s *Store) History(ctx context.Context, key sgam.Key) (out []sgam.Fact, err error) {
+	defer s.track("History", s.start(), &err)
+	if err := key.Check(); err != nil {
+		return nil, err
+	}
+	g, err := s.readGov(ctx, key.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	return s.d.History(ctx, g.ReadKeys(key, s.now())[0])
+}
+
+// Trace implements sgam.FactReader.
+func (s *Store) Trace(ctx context.Context, tenant string, factID int64) (tr sgam.Trace, err error) {
+	defer s.track("Trace", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return tr, err
+	}
+	if tr, err = s.d.Trace(ctx, tenant, factID); err != nil {
+		return tr, err
+	}
+	if len(tr.Chain) == 0 {
+		return tr, notFound("fact_id", "tenant %s has no fact %d", tenant, factID)
+	}
+	return tr, nil
+}

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
+)
+
+// Import implements sgam.Admin.
+func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (st sgam.ImportStats, err error) {
+	defer s.track("Import", s.start(), &err)
+	if err := s.limits.CheckImportBatch(b); err != nil {
+		return st, err
+	}
+	var tenants []string
+	var keys []sgam.Key
+	seen := map[sgam.Key]bool{}
+	addTenant := func(t string) {
+		if !slices.Contains(tenants, t) {
+			tenants = append(tenants, t)
+		}
+	}
+	for _, e := range b.Episodes {
+		addTenant(e.Tenant)
+	}
+	for _, f := range b.Facts {
+		addTenant(f.Tenant)
+		if !seen[f.Key()] {
+			seen[f.Key()] = true
+			keys = append(keys, f.Key())
+		}
+	}
+	// An import spans tenants by nature: fact ids are store-wide.
+	err = s.inWrite(ctx, "", tenants, func(tx Tx, govs ledger.Govs) error {
+		st = sgam.ImportStats{}
+		if err := tx.CheckHeads(govs.Heads()); err != nil {
+			return err
+		}
+		for _, t := range tenants {
+			if err := govs.For(t).CheckImport(b, t); err != nil {
+				return err
+			}
+		}
+		if err := tx.LockKeys(keys); err != nil {
+			return err
+		}
+		for i, e := range b.Episodes {
+			have, found, err := tx.EpisodeByID(e.Tenant, e.ID)
+			switch {
+			case err != nil:
+				return err
+			case !found:
+				if err := govs.For(e.Tenant).CheckRetention(e.Retention); err != nil {
+					return sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
+				}
+				if err := tx.InsertEpisode(e); err != nil {
+					return sgam.PrefixField(fmt.Sprintf("episodes[%d]", i), err)
+				}
+				st.Episodes++
+			case sgam.EpisodesEqual(have, e):
+				st.EpisodesPresent++
+			default:
+				return sgam.Errorf(sgam.Conflict, fmt.Sprintf("episodes[%d]", i), "tenant %s already has a different episode %s", e.Tenant, e.ID)
+			}
+		}
+		plan, err := ledger.PlanImport(tx, b)
+		if err != nil {
+			return err
+		}
+		st.FactsPresent = plan.FactsPresent
+		fresh := make([]sgam.StoredFact, len(plan.Fresh))
+		for i, j := range plan.Fresh {
+			fresh[i] = b.Facts[j]
+		}
+		if len(fresh) > 0 {
+			if err := tx.InsertFacts(fresh); err != nil {
+				return err
+			}
+		}
+		st.Facts = len(fresh)
+		return tx.Observe(sgam.Micros(b.LatestInstant()))
+	})
+	if err != nil {
+		return sgam.ImportStats{}, err
+	}
+	return st, nil
+}
+
+// Export implements sgam.Admin.
+func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) (err error) {
+	defer s.track("Export", s.start(), &err)
+	if tenant != "" {
+		if err := sgam.CheckTenant(tenant); err != nil {
+			return err
+		}
+	}
+	return s.d.Export(ctx, tenant, episode, fact)
+}
+
+// Check implements sgam.Admin.
+func (s *Store) Check(ctx context.Context) (out []sgam.Violation, err error) {
+	defer s.track("Check", s.start(), &err)
+	return s.d.Check(ctx)
+}
+
+// Compact implements sgam.Admin.
+func (s *Store) Compact(ctx context.Context) (err error) {
+	defer s.track("Compact", s.start(), &err)
+	return s.d.Compact(ctx)
+}
