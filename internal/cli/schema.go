@@ -404,13 +404,23 @@ evidence; dismissing deletes it.`,
 	return c
 }
 
+// schemaLabel names a schema by its tenant, or "(default)" for the store
+// default's.
+func schemaLabel(tenant string) string {
+	if tenant == "" {
+		return "(default)"
+	}
+	return tenant
+}
+
 func (a *app) migrateCommand() *cobra.Command {
 	var batch int
 	c := &cobra.Command{
 		Use:   "migrate",
-		Short: "Run the schema's migrations: backfill renamed, retyped and split attributes as new fact versions",
-		Long: `Run the migrations the schema in force declares, in order, over every tenant.
-Values are written again in their new representation as new fact versions,
+		Short: "Run the schemas' migrations: backfill renamed, retyped and split attributes as new fact versions",
+		Long: `Run, for every tenant, the migrations its schema in force declares, in order:
+a tenant's own schema's over its rows, the store default's over the rows of
+the tenants without one (the SCHEMA column says which). Values are written again in their new representation as new fact versions,
 through the normal write path; the old rows are retracted in transaction
 time, so reads with --known-at before the migration still see the old
 representation. Work is done in transactions of --batch subjects. Running
@@ -427,7 +437,7 @@ it again finishes an interrupted run and otherwise changes nothing.`,
 			defer s.Close()
 			progress := &phases{a: a, prefix: "migrate"}
 			reports, err := s.Migrate(a.ctx, sgam.MigrateOptions{BatchKeys: batch, Progress: func(p sgam.MigrationProgress) {
-				progress.update(p.Migration, p.Done, p.Total)
+				progress.update(schemaLabel(p.Tenant)+" "+p.Migration, p.Done, p.Total)
 			}})
 			progress.finish()
 			if err != nil {
@@ -437,17 +447,17 @@ it again finishes an interrupted run and otherwise changes nothing.`,
 				return a.printJSON(reports)
 			}
 			if len(reports) == 0 {
-				fmt.Fprintln(a.stdout, "no migrations: the schema in force declares none")
+				fmt.Fprintln(a.stdout, "no migrations: no schema in force declares any")
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "MIGRATION\tKIND\tSINCE\tSUBJECTS\tROWS\tTIME\tROWS/S")
+			fmt.Fprintln(tw, "SCHEMA\tMIGRATION\tKIND\tSINCE\tSUBJECTS\tROWS\tTIME\tROWS/S")
 			for _, r := range reports {
 				rate := "-"
 				if r.Rows > 0 && r.Elapsed > 0 {
 					rate = fmt.Sprintf("%.0f", float64(r.Rows)/r.Elapsed.Seconds())
 				}
-				fmt.Fprintf(tw, "%s\t%s\tv%d\t%d\t%d\t%s\t%s\n", r.Name, r.Kind, r.Since, r.Subjects, r.Rows, r.Elapsed.Round(time.Millisecond), rate)
+				fmt.Fprintf(tw, "%s\t%s\t%s\tv%d\t%d\t%d\t%s\t%s\n", schemaLabel(r.Tenant), r.Name, r.Kind, r.Since, r.Subjects, r.Rows, r.Elapsed.Round(time.Millisecond), rate)
 			}
 			return tw.Flush()
 		},
