@@ -19,8 +19,7 @@ const (
 	bulkEvidenceCopy
 	bulkPlaceholders
 	bulkRetract
-	bulkWindow
-	bulkOpen
+	bulkLoad
 	bulkActor
 )
 
@@ -49,15 +48,26 @@ var bulkSpecs = map[bulkKind]bulkSpec{
 		head: `INSERT INTO episodes (tenant, episode_id, kind, occurred_at, recorded_at) VALUES `,
 		row:  `(?,?,'unknown',?,?)`, sep: ",", tail: ` ON CONFLICT DO NOTHING`, cols: 4,
 	},
-	// For each key (i, tenant, subject, attribute, member, tmin, tmax), its believed
-	// rows from the one at or before tmin to the one after tmax.
-	bulkWindow: {
+	// For each key (i, tenant, subject, attribute, member, tmin, tmax), its
+	// believed rows from the one at or before tmin to the one after tmax:
+	// when the key's open row starts at or before tmin, that row alone
+	// (every other believed row ends before it), found by one probe of
+	// facts_open; otherwise by three (the row at or before tmin, the rows
+	// up to tmax, the row after it).
+	bulkLoad: {
 		head: `WITH k (i, tenant, subject, attribute, member, tmin, tmax) AS (VALUES `,
 		row:  `(?,?,?,?,?,?,?)`, sep: ",",
-		tail: `) SELECT k.i, f.fact_id, f.value, f.valid_from, f.valid_to, f.recorded_at, f.source, f.schema_version, f.actor,
+		tail: `), o AS MATERIALIZED (
+				SELECT k.i, f.fact_id, f.value, f.valid_from, f.valid_to, f.recorded_at, f.source, f.schema_version, f.actor,
+					EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id)
+				FROM k JOIN facts f INDEXED BY facts_open ON f.tenant = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.member = k.member
+				WHERE f.retracted_at IS NULL AND f.valid_to IS NULL AND f.valid_from <= k.tmin)
+			SELECT * FROM o
+			UNION ALL
+			SELECT k.i, f.fact_id, f.value, f.valid_from, f.valid_to, f.recorded_at, f.source, f.schema_version, f.actor,
 				EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id)
 			FROM k JOIN facts f ON f.tenant = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.member = k.member
-			WHERE f.retracted_at IS NULL
+			WHERE k.i NOT IN (SELECT i FROM o) AND f.retracted_at IS NULL
 			  AND f.valid_from >= coalesce((SELECT p.valid_from FROM facts p
 			        WHERE p.tenant = k.tenant AND p.subject = k.subject AND p.attribute = k.attribute AND p.member = k.member
 			          AND p.retracted_at IS NULL AND p.valid_from <= k.tmin ORDER BY p.valid_from DESC LIMIT 1), k.tmin)
@@ -65,19 +75,6 @@ var bulkSpecs = map[bulkKind]bulkSpec{
 			        WHERE n.tenant = k.tenant AND n.subject = k.subject AND n.attribute = k.attribute AND n.member = k.member
 			          AND n.retracted_at IS NULL AND n.valid_from > k.tmax ORDER BY n.valid_from LIMIT 1), k.tmax)`,
 		cols: 7,
-	},
-	// For each key (i, tenant, subject, attribute, member, tmin), its open
-	// believed row if it starts at or before tmin: then it is the key's
-	// whole window (every other believed row ends before it), found by one
-	// probe of facts_open instead of bulkWindow's three.
-	bulkOpen: {
-		head: `WITH k (i, tenant, subject, attribute, member, tmin) AS (VALUES `,
-		row:  `(?,?,?,?,?,?)`, sep: ",",
-		tail: `) SELECT k.i, f.fact_id, f.value, f.valid_from, f.valid_to, f.recorded_at, f.source, f.schema_version, f.actor,
-				EXISTS (SELECT 1 FROM evidence e WHERE e.fact_id = f.fact_id)
-			FROM k JOIN facts f INDEXED BY facts_open ON f.tenant = k.tenant AND f.subject = k.subject AND f.attribute = k.attribute AND f.member = k.member
-			WHERE f.retracted_at IS NULL AND f.valid_to IS NULL AND f.valid_from <= k.tmin`,
-		cols: 6,
 	},
 	bulkActor: {
 		head: `UPDATE facts SET actor = ? WHERE fact_id IN (`,

@@ -107,34 +107,14 @@ func (t *tx) LoadBatch(b *ledger.Batch, nIDs int, confirm *sgam.Candidate) (func
 	}
 	order := b.Keys
 	loaded := make([][]temporal.Row, len(order))
-	// Most writes come after the key's open row: that row is the whole
-	// window. The other keys are loaded in full.
 	for from := 0; from < len(order); from += maxBulkRows {
 		chunk := order[from:min(from+maxBulkRows, len(order))]
-		args := make([]any, 0, len(chunk)*6)
-		for i, k := range chunk {
-			tmin, _ := b.Window(k)
-			args = append(args, from+i, k.Tenant, k.Subject, k.Attribute, k.Member, tmin)
-		}
-		if err := t.loadRows(bulkOpen, len(chunk), args, loaded); err != nil {
-			return nil, 0, err
-		}
-	}
-	var rest []int
-	for i := range order {
-		if loaded[i] == nil {
-			rest = append(rest, i)
-		}
-	}
-	for from := 0; from < len(rest); from += maxBulkRows {
-		chunk := rest[from:min(from+maxBulkRows, len(rest))]
 		args := make([]any, 0, len(chunk)*7)
-		for _, i := range chunk {
-			k := order[i]
+		for i, k := range chunk {
 			tmin, tmax := b.Window(k)
-			args = append(args, i, k.Tenant, k.Subject, k.Attribute, k.Member, tmin, tmax)
+			args = append(args, from+i, k.Tenant, k.Subject, k.Attribute, k.Member, tmin, tmax)
 		}
-		if err := t.loadRows(bulkWindow, len(chunk), args, loaded); err != nil {
+		if err := t.loadRows(len(chunk), args, loaded); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -144,10 +124,10 @@ func (t *tx) LoadBatch(b *ledger.Batch, nIDs int, confirm *sgam.Candidate) (func
 	return nextID, now, nil
 }
 
-// loadRows runs a bulk query of keys' believed rows (bulkOpen,
-// bulkWindow), each row tagged with its key's index in loaded.
-func (t *tx) loadRows(kind bulkKind, n int, args []any, loaded [][]temporal.Row) error {
-	st, err := t.s.bulkStmt(t.ctx, kind, n)
+// loadRows runs bulkLoad for n keys, each row tagged with its key's
+// index in loaded.
+func (t *tx) loadRows(n int, args []any, loaded [][]temporal.Row) error {
+	st, err := t.s.bulkStmt(t.ctx, bulkLoad, n)
 	if err != nil {
 		return fmt.Errorf("load keys: %w", err)
 	}
