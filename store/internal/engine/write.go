@@ -127,6 +127,7 @@ type groupCommit struct {
 	mu     sync.Mutex
 	queue  []*groupJob
 	leader bool // a write is committing
+	last   int  // the size of the last group
 }
 
 type groupJob struct {
@@ -183,9 +184,13 @@ func (g *groupCommit) write(ctx context.Context, build ledger.Build) (sgam.Write
 func (g *groupCommit) commit(ctx context.Context, own *groupJob) {
 	// Writers that the last commit answered are likely about to queue
 	// again: yield to them while the queue still grows, rather than commit
-	// a few writes now and the rest in the next transaction.
+	// a few writes now and the rest in the next transaction. A lone writer
+	// does not yield: that would only wake another thread for nothing.
 	g.mu.Lock()
 	for range maxYields {
+		if g.last <= 1 && len(g.queue) <= 1 {
+			break
+		}
 		n := len(g.queue)
 		if n >= maxGroup {
 			break
@@ -200,6 +205,7 @@ func (g *groupCommit) commit(ctx context.Context, own *groupJob) {
 	n := min(len(g.queue), maxGroup)
 	group := g.queue[:n:n]
 	g.queue = g.queue[n:]
+	g.last = n
 	g.mu.Unlock()
 
 	if len(group) > 1 || group[0] != own {
