@@ -18,7 +18,8 @@ func (a *app) keysCommand() *cobra.Command {
 
   read    every read
   write   reads, and writes of episodes and facts
-  admin   everything, including forget and schema changes
+  admin   everything within its tenant, forget and the tenant's own schema
+          included (never the store default, which only the CLI sets)
 
 The tenant of every request comes from its key. Only a hash of the key's
 secret is stored: the key is printed once, by 'sgam keys create'.`,

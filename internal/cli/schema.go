@@ -56,7 +56,7 @@ func (a *app) schemaInitCommand() *cobra.Command {
 			if err := f.Close(); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "wrote %s; check it with 'sgam schema check %s', then 'sgam schema apply %s'\n", path, path, path)
+			fmt.Fprintf(a.stdout, "wrote %s; check it with 'sgam schema check %s', then apply it to a tenant with 'sgam schema apply %s --tenant T' or as the store default with 'sgam schema apply %s --default'\n", path, path, path, path)
 			return nil
 		},
 	}

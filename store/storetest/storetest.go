@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Transfer", func(t *testing.T) { runTransfer(t, newStore) })
 	t.Run("Schema", func(t *testing.T) { runSchema(t, newStore) })
 	t.Run("TenantSchemas", func(t *testing.T) { runTenantSchemas(t, newStore) })
+	t.Run("ExpireMeetsApply", func(t *testing.T) { runExpireMeetsApply(t, newStore) })
 	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
 	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
 	t.Run("APIKeys", func(t *testing.T) { runKeys(t, newStore) })

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -172,4 +174,77 @@ func runTenantSchemas(t *testing.T, newStore Factory) {
 	require.True(t, governed)
 	require.False(t, ref)
 	b.requireClean()
+}
+
+// runExpireMeetsApply: a tenant that applies its first schema of its own
+// while Expire is running under the default's retention keeps what its own
+// schema keeps: no batch after the apply deletes its rows under the
+// default's classes.
+func runExpireMeetsApply(t *testing.T, newStore Factory) {
+	const shortDefault = `
+retention:
+  short: 1h
+episode_retention: short
+attributes:
+  full_name: {memory: profile, type: string}
+`
+	const keepAll = `
+attributes:
+  full_name: {memory: profile, type: string}
+`
+	for n := 4000; n <= 8000; n *= 2 { // at most the 10,000 that left() counts
+		b := setup(t, newStore)
+		_, err := b.store.ApplyDefaultSchema(b.ctx, []byte(shortDefault), false)
+		require.NoError(t, err)
+		b.tick("2026-01-01T00:00:00Z")
+		batch := sgam.ImportBatch{}
+		for i := range n {
+			batch.Episodes = append(batch.Episodes, sgam.Episode{Tenant: tenantA, ID: fmt.Sprintf("e%05d", i), Kind: sgam.KindMessage,
+				Content: "x", OccurredAt: b.at("2026-01-01T00:00:00Z"), RecordedAt: b.at("2026-01-01T00:00:00Z"), Retention: "short"})
+		}
+		_, err = b.store.Import(b.ctx, batch)
+		require.NoError(t, err)
+		b.tick("2026-01-01T03:00:00Z")
+
+		done := make(chan error, 1)
+		go func() { _, err := b.store.Expire(b.ctx); done <- err }()
+		// Apply acme's own schema once the first batch has committed.
+		var applied bool
+		for !applied {
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+				done <- nil
+				applied = true // too late: Expire was quicker; try more rows
+				continue
+			default:
+			}
+			rcs, err := b.store.Receipts(b.ctx, tenantA)
+			require.NoError(t, err)
+			if len(rcs) == 0 {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			_, err = b.store.ApplySchema(b.ctx, tenantA, []byte(keepAll), false)
+			require.NoError(t, err)
+			applied = true
+		}
+		left := func() int {
+			es, err := b.store.Episodes(b.ctx, sgam.EpisodeQuery{Tenant: tenantA, Limit: 10000})
+			require.NoError(t, err)
+			return len(es)
+		}
+		atApply := left()
+		require.NoError(t, <-done)
+		own, err := b.store.Schema(b.ctx, tenantA)
+		require.NoError(t, err)
+		if own.Tenant != tenantA {
+			continue // Expire ended before the apply: more rows
+		}
+		require.Positive(t, atApply, "Expire was still running at the apply")
+		require.Equal(t, atApply, left(), "nothing of acme is expired under the default after acme applied its own schema")
+		b.requireClean()
+		return
+	}
+	t.Fatal("Expire always ended before the schema could be applied")
 }

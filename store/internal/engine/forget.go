@@ -249,23 +249,16 @@ func (s *Store) SubjectDigest(ctx context.Context, tenant, subject string) (dige
 func (s *Store) Expire(ctx context.Context) (out []sgam.Receipt, err error) {
 	defer s.track("Expire", s.start(), &err)
 	out = []sgam.Receipt{}
-	groups, err := s.schemaGroups(ctx)
-	if err != nil {
-		return out, err
-	}
-	for _, g := range groups {
+	err = s.bySchema(ctx, func(g schemaGroup) error {
 		for {
 			rcs, more, err := s.expireBatch(ctx, g)
 			out = append(out, rcs...)
-			if err != nil {
-				return out, err
-			}
-			if !more {
-				break
+			if err != nil || !more {
+				return err
 			}
 		}
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 func (s *Store) expireBatch(ctx context.Context, g schemaGroup) ([]sgam.Receipt, bool, error) {
@@ -284,7 +277,14 @@ func (s *Store) expireBatch(ctx context.Context, g schemaGroup) ([]sgam.Receipt,
 	var more bool
 	err := s.d.Write(ctx, g.scope.Tenant, func(tx Tx) error {
 		out, more = nil, false
-		// The schema must still be the one in force for these tenants.
+		// No schema is applied before this commits (PostgreSQL; SQLite's
+		// write lock holds them off anyway), and the schema must still be
+		// the one in force for the tenants whose rows are selected: a
+		// tenant that applied its first own schema since the groups were
+		// read is no longer the default's.
+		if err := tx.LockSchemas(); err != nil {
+			return err
+		}
 		if err := tx.CheckHeads(map[string]ledger.Head{g.scope.Tenant: g.gov.Head}); err != nil {
 			return err
 		}
@@ -307,6 +307,16 @@ func (s *Store) expireBatch(ctx context.Context, g schemaGroup) ([]sgam.Receipt,
 		}
 		if len(expired) == 0 && len(facts) == 0 {
 			return nil
+		}
+		heads := map[string]ledger.Head{}
+		for _, e := range expired {
+			heads[e.Tenant] = g.gov.Head
+		}
+		for _, f := range facts {
+			heads[f.Tenant] = g.gov.Head
+		}
+		if err := tx.CheckHeads(heads); err != nil {
+			return err
 		}
 		if err := tx.PrepareForget(); err != nil {
 			return err

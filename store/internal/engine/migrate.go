@@ -12,18 +12,12 @@ import (
 func (s *Store) Migrate(ctx context.Context, opts sgam.MigrateOptions) (out []sgam.MigrationReport, err error) {
 	defer s.track("Migrate", s.start(), &err)
 	out = []sgam.MigrationReport{}
-	groups, err := s.schemaGroups(ctx)
-	if err != nil {
-		return out, err
-	}
-	for _, g := range groups {
+	err = s.bySchema(ctx, func(g schemaGroup) error {
 		reps, err := ledger.RunMigrations(ctx, migrator{s, g.gov}, g.gov, g.history, g.scope, opts)
 		out = append(out, reps...)
-		if err != nil {
-			return out, err
-		}
-	}
-	return out, nil
+		return err
+	})
+	return out, err
 }
 
 // migrator runs a migration's batches through the write pipeline.
@@ -55,6 +49,11 @@ func (m migrator) MigrateBatch(ctx context.Context, q ledger.MigrationQuery, aft
 				subjects++
 			}
 			govs[r.Key.Tenant] = m.gov
+		}
+		// The rows' tenants must still be served by this schema (one may
+		// have applied its own since the groups were read).
+		if err := tx.CheckHeads(govs.Heads()); err != nil {
+			return err
 		}
 		ops, err := plan(rows)
 		if err != nil || len(ops) == 0 {

@@ -264,6 +264,33 @@ type schemaGroup struct {
 	history []sgam.SchemaVersion
 }
 
+// bySchema runs fn for every schema group in turn. When a batch finds
+// that a schema changed under it (a *SchemaChanged: a tenant applied a
+// schema since the groups were read), the groups are read again and every
+// group runs again: fn must select only what is still to do (Expire and
+// Migrate do), so a group that had finished finds nothing.
+func (s *Store) bySchema(ctx context.Context, fn func(schemaGroup) error) error {
+	for attempt := 0; ; attempt++ {
+		groups, err := s.schemaGroups(ctx)
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if err = fn(g); err != nil {
+				break
+			}
+		}
+		var changed *SchemaChanged
+		if !errors.As(err, &changed) {
+			return err
+		}
+		s.schemas.setHeads(changed.Heads)
+		if attempt == maxSchemaRetries {
+			return &sgam.Error{Code: sgam.Unavailable, Message: "schemas kept changing during the run; run it again", Err: err}
+		}
+	}
+}
+
 // schemaGroups returns every schema in force with the tenants it serves:
 // the default (every tenant without its own) and each tenant's own.
 func (s *Store) schemaGroups(ctx context.Context) ([]schemaGroup, error) {

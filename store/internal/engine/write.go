@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"time"
@@ -213,19 +214,29 @@ func (g *groupCommit) commit(ctx context.Context, own *groupJob) {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
 		defer cancel()
 	}
+	// Whatever happens in run, even a panic, every write of the group gets
+	// an answer and the lead passes on: else every later write would wait
+	// for a leader that is gone.
+	defer func() {
+		if p := recover(); p != nil {
+			for _, j := range group {
+				j.res, j.err = sgam.WriteResult{}, &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("write failed: %v", p)}
+			}
+			defer panic(p)
+		}
+		for _, j := range group {
+			close(j.done)
+		}
+		g.mu.Lock()
+		if len(g.queue) > 0 {
+			close(g.queue[0].promote)
+		} else {
+			g.leader = false
+			g.queue = nil
+		}
+		g.mu.Unlock()
+	}()
 	g.run(ctx, group)
-	for _, j := range group {
-		close(j.done)
-	}
-
-	g.mu.Lock()
-	if len(g.queue) > 0 {
-		close(g.queue[0].promote)
-	} else {
-		g.leader = false
-		g.queue = nil
-	}
-	g.mu.Unlock()
 }
 
 func (g *groupCommit) run(ctx context.Context, group []*groupJob) {
