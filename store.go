@@ -73,6 +73,10 @@ type FactReader interface {
 	// State returns every attribute of a subject that has a value at the
 	// given instants, ordered by attribute.
 	State(ctx context.Context, tenant, subject string, at At) ([]Fact, error)
+	// Subjects returns those of ids (at most MaxSubjectsLookup) that are
+	// subjects of believed facts of tenant, in the order given: how a
+	// reader finds the known subjects a text names.
+	Subjects(ctx context.Context, tenant string, ids []string) ([]string, error)
 	// History returns every row of key, retracted rows and tombstones too,
 	// in the order they were written.
 	History(ctx context.Context, key Key) ([]Fact, error)
@@ -178,6 +182,7 @@ type Store interface {
 	Review
 	Schemas
 	Lifecycle
+	Extractions
 	Admin
 	Close() error
 }

@@ -69,7 +69,17 @@ type Episode struct {
 	// Retention is the episode's retention class (declared in the schema);
 	// empty takes the schema's episode_retention, or keeps it forever.
 	Retention string `json:"retention,omitempty"`
+	// Subjects are ids of the subjects the episode is about, as the caller
+	// knows them: a hint for extraction, which shows their stored values
+	// to the model. At most MaxEpisodeSubjects.
+	Subjects []string `json:"subjects,omitempty"`
 }
+
+// MaxSubjectsLookup bounds the ids of one FactReader.Subjects call.
+const MaxSubjectsLookup = 512
+
+// MaxEpisodeSubjects bounds an episode's subjects hint.
+const MaxEpisodeSubjects = 32
 
 // MaxFactID is the largest fact id: 2^53-1, so that ids survive JSON
 // readers that hold numbers as doubles.
@@ -274,6 +284,11 @@ type EpisodeQuery struct {
 	Tenant  string
 	Session string // optional
 	Limit   int    // default 100, at most 10,000
+	// Before, when set, selects only episodes that occurred before it.
+	Before time.Time
+	// Latest selects the latest Limit episodes rather than the first
+	// (still listed oldest first).
+	Latest bool
 }
 
 // Check validates q and returns it with the default limit filled in.
@@ -286,6 +301,12 @@ func (q EpisodeQuery) Check() (EpisodeQuery, error) {
 		q.Limit = 100
 	case q.Limit < 0 || q.Limit > 10000:
 		return q, Errorf(Invalid, "limit", "must be between 1 and 10000, not %d", q.Limit)
+	}
+	if !q.Before.IsZero() {
+		var err error
+		if q.Before, err = CheckTime("before", q.Before); err != nil {
+			return q, err
+		}
 	}
 	return q, nil
 }

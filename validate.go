@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -748,6 +749,21 @@ func (l Limits) CheckEpisode(e Episode, now time.Time) (Episode, error) {
 	}
 	if err := checkText("idempotency_key", e.IdempotencyKey, maxIdemKeyBytes, false); err != nil {
 		return e, err
+	}
+	if len(e.Subjects) > MaxEpisodeSubjects {
+		return e, Errorf(Invalid, "subjects", "has %d subjects; at most %d", len(e.Subjects), MaxEpisodeSubjects)
+	}
+	for i, s := range e.Subjects {
+		field := fmt.Sprintf("subjects[%d]", i)
+		if err := CheckSubject(s); err != nil {
+			return e, Errorf(Invalid, field, "%s", ErrorMessage(err))
+		}
+		if slices.Contains(e.Subjects[:i], s) {
+			return e, Errorf(Invalid, field, "%q is named twice", s)
+		}
+	}
+	if len(e.Subjects) == 0 {
+		e.Subjects = nil
 	}
 	return e, nil
 }

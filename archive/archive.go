@@ -56,6 +56,7 @@ type episodeLine struct {
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	Retention      string          `json:"retention,omitempty"`
+	Subjects       []string        `json:"subjects,omitempty"`
 }
 
 type evidenceLine struct {
@@ -102,7 +103,7 @@ func Export(ctx context.Context, store sgam.Store, tenant string, now time.Time,
 		c.Episodes++
 		return enc.Encode(episodeLine{Type: "episode", Tenant: e.Tenant, EpisodeID: e.ID, Session: e.Session, Kind: e.Kind,
 			Content: e.Content, OccurredAt: sgam.FormatTime(e.OccurredAt), RecordedAt: sgam.FormatTime(e.RecordedAt),
-			Metadata: e.Metadata, IdempotencyKey: e.IdempotencyKey, Retention: e.Retention})
+			Metadata: e.Metadata, IdempotencyKey: e.IdempotencyKey, Retention: e.Retention, Subjects: e.Subjects})
 	}, func(f sgam.StoredFact) error {
 		c.Facts++
 		return enc.Encode(toFactLine(f))
@@ -236,7 +237,7 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 			return Record{}, err
 		}
 		e := sgam.Episode{Tenant: l.Tenant, ID: l.EpisodeID, Session: l.Session, Kind: l.Kind, Content: l.Content,
-			Metadata: l.Metadata, IdempotencyKey: l.IdempotencyKey, Retention: l.Retention}
+			Metadata: l.Metadata, IdempotencyKey: l.IdempotencyKey, Retention: l.Retention, Subjects: l.Subjects}
 		var err error
 		if e.OccurredAt, err = sgam.ParseTime("occurred_at", l.OccurredAt); err != nil {
 			return Record{}, err

@@ -4,18 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sgam-dev/sgam"
 )
 
-const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, '')`
+const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, ''), subjects`
 
 func scanEpisode(row pgx.Row) (sgam.Episode, error) {
 	var e sgam.Episode
 	var metadata *string
-	if err := row.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &e.OccurredAt, &e.RecordedAt, &metadata, &e.IdempotencyKey, &e.Retention); err != nil {
+	if err := row.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &e.OccurredAt, &e.RecordedAt, &metadata, &e.IdempotencyKey, &e.Retention, &e.Subjects); err != nil {
 		return e, err
 	}
 	e.OccurredAt, e.RecordedAt = e.OccurredAt.UTC(), e.RecordedAt.UTC()
@@ -61,18 +63,26 @@ func foundEpisode(row pgx.Row) (sgam.Episode, bool, error) {
 
 // InsertEpisode implements engine.Tx.
 func (t *tx) InsertEpisode(e sgam.Episode) error {
-	_, err := t.exec("add episode "+e.ID, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, e.OccurredAt,
-		e.RecordedAt, nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention))
+	_, err := t.exec("add episode "+e.ID, `INSERT INTO episodes (tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention, subjects)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, e.OccurredAt,
+		e.RecordedAt, nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention), nullSubjects(e.Subjects))
 	return err
 }
 
 // FillPlaceholder implements engine.Tx.
 func (t *tx) FillPlaceholder(e sgam.Episode) error {
-	_, err := t.exec("add episode "+e.ID, `UPDATE episodes SET session = $3, kind = $4, content = $5, occurred_at = $6, metadata = $7, idempotency_key = $8, retention = $9
+	_, err := t.exec("add episode "+e.ID, `UPDATE episodes SET session = $3, kind = $4, content = $5, occurred_at = $6, metadata = $7, idempotency_key = $8, retention = $9, subjects = $10
 		WHERE tenant_id = $1 AND episode_id = $2`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, e.OccurredAt,
-		nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention))
+		nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention), nullSubjects(e.Subjects))
 	return err
+}
+
+// nullSubjects is an episode's subjects as stored: a text[], or NULL.
+func nullSubjects(subjects []string) []string {
+	if len(subjects) == 0 {
+		return nil
+	}
+	return subjects
 }
 
 func nullString(s string) *string {
@@ -97,9 +107,17 @@ func (s *db) Episode(ctx context.Context, tenant, id string) (sgam.Episode, bool
 
 // Episodes implements engine.Reader.
 func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error) {
+	order := `occurred_at, episode_id`
+	if q.Latest {
+		order = `occurred_at DESC, episode_id DESC`
+	}
+	var before *time.Time
+	if !q.Before.IsZero() {
+		before = &q.Before
+	}
 	bt := newBatch(q.Tenant)
 	bt.Queue(`SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND ($3 = '' OR session = $3)
-		ORDER BY occurred_at, episode_id LIMIT $2`, q.Tenant, q.Limit, q.Session)
+		AND ($4::timestamptz IS NULL OR occurred_at < $4) ORDER BY `+order+` LIMIT $2`, q.Tenant, q.Limit, q.Session, before)
 	br := s.pool.SendBatch(ctx, bt)
 	defer br.Close()
 	if err := skipScope(br); err != nil {
@@ -112,6 +130,9 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 	out, err := collectEpisodes(rows)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list episodes: %w", err))
+	}
+	if q.Latest {
+		slices.Reverse(out)
 	}
 	return out, nil
 }

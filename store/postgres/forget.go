@@ -452,7 +452,7 @@ func (s *db) Compact(ctx context.Context) error {
 		return mapErr(fmt.Errorf("compact: %w", err))
 	}
 	defer c.Release()
-	for _, table := range []string{"pending", "evidence", "facts", "episodes", "audit"} {
+	for _, table := range []string{"pending", "evidence", "facts", "extractions", "episodes", "audit"} {
 		// VACUUM runs outside a transaction: the simple protocol sends it alone.
 		if _, err := c.Conn().PgConn().Exec(ctx, "VACUUM "+table).ReadAll(); err != nil {
 			return mapErr(fmt.Errorf("compact: vacuum %s: %w", table, err))

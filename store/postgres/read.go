@@ -138,6 +138,20 @@ func (s *db) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, err
 	return &f, nil
 }
 
+// Subjects implements engine.Reader.
+func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]string, error) {
+	var out []string
+	err := s.read(ctx, tenant, "find subjects", func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT DISTINCT subject FROM facts WHERE tenant_id = $1 AND subject = ANY($2) AND retracted_at IS NULL`, tenant, ids)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return out, err
+}
+
 // State implements engine.Reader.
 func (s *db) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
 	v, k := s.instants(at)

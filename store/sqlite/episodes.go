@@ -3,20 +3,27 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sgam-dev/sgam"
 )
 
-const episodeColumns = `tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, '')`
+const episodeColumns = `tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, ''), subjects`
 
 func scanEpisode(sc scanner) (sgam.Episode, error) {
 	var e sgam.Episode
 	var occurred, recorded int64
-	var metadata []byte
-	if err := sc.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &occurred, &recorded, &metadata, &e.IdempotencyKey, &e.Retention); err != nil {
+	var metadata, subjects []byte
+	if err := sc.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &occurred, &recorded, &metadata, &e.IdempotencyKey, &e.Retention, &subjects); err != nil {
 		return e, err
+	}
+	if subjects != nil {
+		if err := json.Unmarshal(subjects, &e.Subjects); err != nil {
+			return e, fmt.Errorf("episode %s: stored subjects do not parse: %w", e.ID, err)
+		}
 	}
 	e.OccurredAt = sgam.FromMicros(occurred)
 	e.RecordedAt = sgam.FromMicros(recorded)
@@ -51,18 +58,27 @@ func (t *tx) EpisodeByKey(tenant, key string) (sgam.Episode, bool, error) {
 
 // InsertEpisode implements engine.Tx.
 func (t *tx) InsertEpisode(e sgam.Episode) error {
-	_, err := t.exec("add episode "+e.ID, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
-		sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention))
+	_, err := t.exec("add episode "+e.ID, `INSERT INTO episodes (tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, idempotency_key, retention, subjects)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.Tenant, e.ID, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
+		sgam.Micros(e.RecordedAt), nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention), subjectsJSON(e.Subjects))
 	return err
 }
 
 // FillPlaceholder implements engine.Tx.
 func (t *tx) FillPlaceholder(e sgam.Episode) error {
-	_, err := t.exec("add episode "+e.ID, `UPDATE episodes SET session = ?, kind = ?, content = ?, occurred_at = ?, metadata = ?, idempotency_key = ?, retention = ?
+	_, err := t.exec("add episode "+e.ID, `UPDATE episodes SET session = ?, kind = ?, content = ?, occurred_at = ?, metadata = ?, idempotency_key = ?, retention = ?, subjects = ?
 		WHERE tenant = ? AND episode_id = ?`, e.Session, e.Kind, e.Content, sgam.Micros(e.OccurredAt),
-		nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention), e.Tenant, e.ID)
+		nullString(string(e.Metadata)), nullString(e.IdempotencyKey), nullString(e.Retention), subjectsJSON(e.Subjects), e.Tenant, e.ID)
 	return err
+}
+
+// subjectsJSON is an episode's subjects as stored: a JSON array, or NULL.
+func subjectsJSON(subjects []string) any {
+	if len(subjects) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(subjects)
+	return string(b)
 }
 
 func nullString(s string) any {
@@ -81,13 +97,21 @@ func (s *db) Episode(ctx context.Context, tenant, id string) (sgam.Episode, bool
 
 // Episodes implements engine.Reader.
 func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error) {
-	query := `SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 ORDER BY occurred_at, episode_id LIMIT ?2`
-	args := []any{q.Tenant, q.Limit}
+	// Conditions are added only when asked for, so that the planner picks
+	// the index of the query at hand.
+	where := `tenant = ?1`
 	if q.Session != "" {
-		query = `SELECT ` + episodeColumns + ` FROM episodes WHERE tenant = ?1 AND session = ?3 ORDER BY occurred_at, episode_id LIMIT ?2`
-		args = append(args, q.Session)
+		where += ` AND session = ?3`
 	}
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if !q.Before.IsZero() {
+		where += ` AND occurred_at < ?4`
+	}
+	args := []any{q.Tenant, q.Limit, q.Session, sgam.Micros(q.Before)}
+	order := `occurred_at, episode_id`
+	if q.Latest {
+		order = `occurred_at DESC, episode_id DESC`
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE `+where+` ORDER BY `+order+` LIMIT ?2`, args...)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list episodes: %w", err))
 	}
@@ -99,6 +123,9 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 			return nil, mapErr(fmt.Errorf("list episodes: %w", err))
 		}
 		out = append(out, e)
+	}
+	if q.Latest {
+		slices.Reverse(out)
 	}
 	return out, mapErr(rows.Err())
 }

@@ -171,6 +171,26 @@ func (s *db) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, err
 	return &f, nil
 }
 
+// Subjects implements engine.Reader.
+func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]string, error) {
+	list, _ := json.Marshal(ids)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT DISTINCT subject FROM facts
+		WHERE tenant = ?1 AND subject IN (SELECT value FROM json_each(?2)) AND retracted_at IS NULL`, tenant, string(list))
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("find subjects: %w", err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, mapErr(fmt.Errorf("find subjects: %w", err))
+		}
+		out = append(out, s)
+	}
+	return out, mapErr(rows.Err())
+}
+
 // State implements engine.Reader.
 func (s *db) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
 	v, k := s.resolve(at)

@@ -48,6 +48,8 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Schema", func(t *testing.T) { runSchema(t, newStore) })
 	t.Run("TenantSchemas", func(t *testing.T) { runTenantSchemas(t, newStore) })
 	t.Run("ExpireMeetsApply", func(t *testing.T) { runExpireMeetsApply(t, newStore) })
+	t.Run("Extractions", func(t *testing.T) { runExtractions(t, newStore) })
+	t.Run("ExtractionInputs", func(t *testing.T) { runExtractionInputs(t, newStore) })
 	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
 	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
 	t.Run("APIKeys", func(t *testing.T) { runKeys(t, newStore) })

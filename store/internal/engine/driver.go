@@ -42,6 +42,9 @@ type Reader interface {
 	// value at (at.AsOf, at.KnownAt), ordered by member.
 	Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.Fact, error)
 	State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error)
+	// Subjects returns those of ids that are subjects of believed rows,
+	// in any order.
+	Subjects(ctx context.Context, tenant string, ids []string) ([]string, error)
 	// History returns every row of key (of every member when key.Member
 	// is empty) by fact id.
 	History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error)
@@ -55,6 +58,15 @@ type Reader interface {
 	Pending(ctx context.Context, q sgam.PendingQuery) ([]sgam.Candidate, error)
 	Candidate(ctx context.Context, tenant, id string) (c sgam.Candidate, found bool, err error)
 	Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error)
+
+	// Extractions returns the records of an episode, oldest first.
+	Extractions(ctx context.Context, tenant, episodeID string) ([]sgam.Extraction, error)
+	// ExtractionByPrompt returns the newest record of a prompt digest
+	// whose status is not failed.
+	ExtractionByPrompt(ctx context.Context, tenant, digest string) (x sgam.Extraction, found bool, err error)
+	// TokensSpent sums tokens in and out of a tenant's records recorded
+	// at or after since.
+	TokensSpent(ctx context.Context, tenant string, since int64) (int, error)
 
 	// SchemaHead returns the schema in force for tenant, "" for the
 	// store default's head.
@@ -126,6 +138,9 @@ type EpisodeTx interface {
 	// FillPlaceholder fills in a placeholder episode, keeping its
 	// recorded_at.
 	FillPlaceholder(e sgam.Episode) error
+	// InsertExtraction stores an extraction record of an existing
+	// episode; it goes when the episode goes.
+	InsertExtraction(x sgam.Extraction) error
 }
 
 // SchemaTx reads and stores schema versions.

@@ -61,7 +61,7 @@ func (m migrator) MigrateBatch(ctx context.Context, q ledger.MigrationQuery, aft
 		}
 		b := ledger.New(ops)
 		b.Govs = govs
-		if _, err := m.s.apply(tx, b, "", nil); err != nil {
+		if _, err := m.s.apply(tx, b, "", nil, false); err != nil {
 			return err
 		}
 		for _, k := range b.Keys {

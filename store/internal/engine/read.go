@@ -81,6 +81,39 @@ func (s *Store) State(ctx context.Context, tenant, subject string, at sgam.At) (
 	return s.d.State(ctx, tenant, subject, at)
 }
 
+// Subjects implements sgam.FactReader.
+func (s *Store) Subjects(ctx context.Context, tenant string, ids []string) (out []string, err error) {
+	defer s.track("Subjects", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if len(ids) > sgam.MaxSubjectsLookup {
+		return nil, sgam.Errorf(sgam.Invalid, "ids", "has %d ids; at most %d", len(ids), sgam.MaxSubjectsLookup)
+	}
+	// Ids that cannot be subjects are not looked up: a text's words are
+	// candidates, not input to refuse.
+	var ok []string
+	for _, id := range ids {
+		if sgam.CheckSubject(id) == nil && !slices.Contains(ok, id) {
+			ok = append(ok, id)
+		}
+	}
+	if len(ok) == 0 {
+		return []string{}, nil
+	}
+	known, err := s.d.Subjects(ctx, tenant, ok)
+	if err != nil {
+		return nil, err
+	}
+	out = []string{}
+	for _, id := range ok {
+		if slices.Contains(known, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
 // History implements sgam.FactReader.
 func (s *Store) History(ctx context.Context, key sgam.Key) (out []sgam.Fact, err error) {
 	defer s.track("History", s.start(), &err)

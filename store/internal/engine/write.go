@@ -68,7 +68,7 @@ func (s *Store) write(ctx context.Context, req writeReq) ([]sgam.WriteResult, er
 		}
 		b := ledger.New(ops)
 		b.Govs = govs
-		results, err = s.apply(tx, b, req.batch, req.confirm)
+		results, err = s.apply(tx, b, req.batch, req.confirm, false)
 		return err
 	})
 	if err != nil {
@@ -79,8 +79,10 @@ func (s *Store) write(ctx context.Context, req writeReq) ([]sgam.WriteResult, er
 
 // apply runs the write pipeline of b inside tx: load what its ops need,
 // apply the temporal rules and the schemas' policies at the transaction's
-// instant, write the outcome, and read back what the results need.
-func (s *Store) apply(tx Tx, b *ledger.Batch, field string, confirm *sgam.Candidate) ([]sgam.WriteResult, error) {
+// instant, write the outcome, and read back what the results need. more
+// says that the transaction goes on after it (else a driver may send its
+// commit with the last writes).
+func (s *Store) apply(tx Tx, b *ledger.Batch, field string, confirm *sgam.Candidate, more bool) ([]sgam.WriteResult, error) {
 	nextID, now, err := tx.LoadBatch(b, 2*len(b.Ops), confirm) // an operation inserts at most two rows
 	if err != nil {
 		return nil, err
@@ -100,7 +102,7 @@ func (s *Store) apply(tx Tx, b *ledger.Batch, field string, confirm *sgam.Candid
 			return nil, err
 		}
 	}
-	if err := tx.FlushBatch(b, now, !b.NeedsReads()); err != nil {
+	if err := tx.FlushBatch(b, now, !more && !b.NeedsReads()); err != nil {
 		return nil, err
 	}
 	return b.Results(tx.ReadFact)

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sgam-dev/sgam"
@@ -78,6 +79,8 @@ type Batch struct {
 	// stored candidate).
 	Pending []sgam.Candidate
 	Hold    []sgam.Candidate
+	// Failed is the index of the op Apply refused, -1 when none did.
+	Failed int
 
 	keys     map[sgam.Key]*keyState
 	outcomes []temporal.Outcome
@@ -134,6 +137,7 @@ func (b *Batch) SetBelieved(k sgam.Key, rows []temporal.Row) {
 func (b *Batch) Apply(now int64, nextID func() int64, field string) error {
 	b.outcomes = make([]temporal.Outcome, len(b.Ops))
 	b.pending, b.kept, b.Pending = make([]int, len(b.Ops)), make([]bool, len(b.Ops)), nil
+	b.Failed = -1
 	for i, o := range b.Ops {
 		ks := b.keys[o.Key]
 		if ks.ledger == nil {
@@ -143,6 +147,7 @@ func (b *Batch) Apply(now int64, nextID func() int64, field string) error {
 		case Rewrite:
 			out, err := ks.ledger.Rewrite(o.RowID, o.Op.Value, o.Op.Version, now, nextID)
 			if err != nil {
+				b.Failed = i
 				return err
 			}
 			b.outcomes[i] = out
@@ -165,6 +170,7 @@ func (b *Batch) Apply(now int64, nextID func() int64, field string) error {
 			}
 		}
 		if err != nil {
+			b.Failed = i
 			err = Conflict(o, err)
 			if field != "" {
 				err = sgam.PrefixField(fmt.Sprintf("%s[%d]", field, i), err)
@@ -448,7 +454,7 @@ func PlanImport(st ImportStore, b sgam.ImportBatch) (ImportPlan, error) {
 // IsPlaceholder reports whether e was created by a write that named it as
 // a source before it was captured; adding the episode fills it in.
 func IsPlaceholder(e sgam.Episode) bool {
-	return e.Kind == sgam.KindUnknown && e.Content == "" && e.Session == "" && e.Metadata == nil && e.IdempotencyKey == ""
+	return e.Kind == sgam.KindUnknown && e.Content == "" && e.Session == "" && e.Metadata == nil && e.IdempotencyKey == "" && len(e.Subjects) == 0
 }
 
 // SameEpisode reports whether adding e repeats the stored have. occurred_at
@@ -456,7 +462,7 @@ func IsPlaceholder(e sgam.Episode) bool {
 // is still a repeat.
 func SameEpisode(have, e sgam.Episode, explicitTime bool) bool {
 	return have.Session == e.Session && have.Kind == e.Kind && have.Retention == e.Retention && have.Content == e.Content &&
-		bytes.Equal(have.Metadata, e.Metadata) && have.IdempotencyKey == e.IdempotencyKey &&
+		bytes.Equal(have.Metadata, e.Metadata) && have.IdempotencyKey == e.IdempotencyKey && slices.Equal(have.Subjects, e.Subjects) &&
 		(!explicitTime || have.OccurredAt.Equal(e.OccurredAt)) && (e.ID == "" || have.ID == e.ID)
 }
 

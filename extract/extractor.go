@@ -1,0 +1,348 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/llm"
+	"github.com/sgam-dev/sgam/schema"
+)
+
+// Store is what an Extractor reads and writes.
+type Store interface {
+	sgam.Episodes
+	sgam.FactReader
+	sgam.Schemas
+	sgam.Extractions
+}
+
+// ErrNoModel is the error of an extraction when no model is configured.
+var ErrNoModel = errors.New("no model is configured: set SGAM_LLM_BASE_URL and SGAM_LLM_MODEL (or --llm-base-url and --llm-model); see docs/extraction.md")
+
+// Extractor extracts episodes: one model call per episode at most, none
+// when the episode was extracted already or the same prompt was answered
+// before. It is safe for concurrent use.
+type Extractor struct {
+	store Store
+	model llm.Model // nil: none configured
+
+	mu      sync.Mutex
+	schemas map[string]*schema.Schema // parsed schema bodies, by hash
+}
+
+// New returns an Extractor over store asking model (nil: no model; Extract
+// then fails with ErrNoModel, and DryRun still builds the prompt).
+func New(store Store, model llm.Model) *Extractor {
+	return &Extractor{store: store, model: model, schemas: map[string]*schema.Schema{}}
+}
+
+// Model returns the model asked, nil when none is configured.
+func (x *Extractor) Model() llm.Model { return x.model }
+
+// Options adjust one extraction.
+type Options struct {
+	// DryRun builds the prompt, asks the model and validates its answer,
+	// and writes nothing (no facts, no record).
+	DryRun bool
+	// Again extracts an episode that was extracted already (re-extraction,
+	// after a schema change say). A prompt identical to one answered
+	// before is still answered from its record, at no token cost.
+	Again bool
+}
+
+// Result is the outcome of Extract.
+type Result struct {
+	// Record is the attempt's record, as stored (DryRun: as it would be).
+	Record sgam.Extraction
+	// Skipped is set when the episode had been extracted from the same
+	// content already: Record is that earlier record, and nothing was
+	// asked or written.
+	Skipped bool
+	Prompt  Prompt
+}
+
+// Extract extracts one episode of tenant. It returns an error when the
+// attempt failed (the model did not answer, or answered something that is
+// not the schema's JSON): the record of the failure is stored (but for a
+// DryRun), nothing else is written, and the caller may try again later;
+// errors.As finds an *llm.Error for a model failure.
+func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts Options) (Result, error) {
+	var res Result
+	ep, err := x.store.Episode(ctx, tenant, episodeID)
+	if err != nil {
+		return res, err
+	}
+	if ep.Kind == sgam.KindUnknown && ep.Content == "" {
+		return res, sgam.Errorf(sgam.Invalid, "episode_id", "episode %s is a placeholder that was never captured: there is nothing to extract", episodeID)
+	}
+	contentDigest := ContentDigest(ep)
+	recs, err := x.store.Extractions(ctx, ep.Tenant, ep.ID)
+	if err != nil {
+		return res, err
+	}
+	if !opts.Again && !opts.DryRun {
+		for i := len(recs) - 1; i >= 0; i-- {
+			if recs[i].ContentDigest == contentDigest && recs[i].Status != sgam.ExtractionFailed {
+				return Result{Record: recs[i], Skipped: true}, nil
+			}
+		}
+	}
+	in, err := x.input(ctx, ep, beliefBefore(recs))
+	if err != nil {
+		return res, err
+	}
+	res.Prompt = Build(in)
+	if x.model == nil {
+		if opts.DryRun {
+			return res, nil
+		}
+		return res, ErrNoModel
+	}
+	rec := sgam.Extraction{Tenant: tenant, EpisodeID: ep.ID, Model: x.model.Name(), Mode: string(x.model.Mode()),
+		SchemaVersion: in.Version, ContentDigest: contentDigest, Prompt: res.Prompt.Text()}
+	rec.PromptDigest = res.Prompt.Digest(rec.Model, rec.Mode)
+	if len(ep.Content) > MaxEpisodeChars {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("the episode is %d bytes; the model was shown the first %d", len(ep.Content), MaxEpisodeChars))
+	}
+
+	// An identical prompt answered before is answered from its record.
+	answer := ""
+	if prev, ok, err := x.store.ExtractionByPrompt(ctx, tenant, rec.PromptDigest); err != nil {
+		return res, err
+	} else if ok {
+		answer, rec.Cached, rec.CachedFrom, rec.RawOutput = llm.Clean(prev.RawOutput), true, prev.ID, prev.RawOutput
+	} else {
+		start := time.Now()
+		resp, err := x.model.Complete(ctx, llm.Request{System: res.Prompt.System, User: res.Prompt.User, SchemaName: SchemaName, Schema: res.Prompt.Schema})
+		rec.Latency = time.Since(start)
+		rec.TokensIn, rec.TokensOut, rec.Calls = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.Attempts
+		rec.RawOutput = resp.Raw
+		if err != nil {
+			rec.Error = err.Error()
+			return x.fail(ctx, res, rec, opts, err)
+		}
+		answer = resp.JSON
+	}
+
+	out, err := Decode(in, answer)
+	if err != nil {
+		rec.Error = "the model's answer is unusable: " + err.Error()
+		return x.fail(ctx, res, rec, opts, fmt.Errorf("%s", rec.Error))
+	}
+	rec.Rejected, rec.Unchanged = out.Rejected, out.Unchanged
+	rec.Warnings = append(rec.Warnings, out.Warnings...)
+	if opts.DryRun {
+		for _, w := range out.Writes {
+			rec.Accepted = append(rec.Accepted, w.Accepted)
+		}
+		res.Record = rec
+		return res, nil
+	}
+	stored, err := x.store.CommitExtraction(ctx, sgam.ExtractionCommit{Record: rec, Writes: out.Writes})
+	if err != nil {
+		return res, err
+	}
+	res.Record = stored
+	return res, nil
+}
+
+// fail stores the record of a failed attempt (but for a dry run) and
+// returns cause.
+func (x *Extractor) fail(ctx context.Context, res Result, rec sgam.Extraction, opts Options, cause error) (Result, error) {
+	res.Record = rec
+	if opts.DryRun {
+		return res, cause
+	}
+	stored, err := x.store.CommitExtraction(ctx, sgam.ExtractionCommit{Record: rec})
+	if err != nil {
+		return res, errors.Join(cause, err)
+	}
+	res.Record = stored
+	return res, cause
+}
+
+// beliefBefore is the instant whose beliefs a prompt shows: just before
+// the episode's first usable extraction committed, so that extracting it
+// again shows the model what it was shown the first time (not the values
+// the episode itself wrote), and an unchanged prompt is answered from its
+// record; zero (now) for a first extraction.
+func beliefBefore(recs []sgam.Extraction) time.Time {
+	for _, r := range recs {
+		if r.Status != sgam.ExtractionFailed {
+			return r.At.Add(-time.Microsecond)
+		}
+	}
+	return time.Time{}
+}
+
+// Prompt returns the prompt that extracting the episode would send now.
+func (x *Extractor) Prompt(ctx context.Context, tenant, episodeID string) (Prompt, error) {
+	ep, err := x.store.Episode(ctx, tenant, episodeID)
+	if err != nil {
+		return Prompt{}, err
+	}
+	recs, err := x.store.Extractions(ctx, ep.Tenant, ep.ID)
+	if err != nil {
+		return Prompt{}, err
+	}
+	in, err := x.input(ctx, ep, beliefBefore(recs))
+	if err != nil {
+		return Prompt{}, err
+	}
+	return Build(in), nil
+}
+
+// input gathers what the prompt of ep shows: the tenant's schema, the
+// subjects in play with their values at occurred_at as believed at knownAt
+// (zero: now), and the session's latest episodes before it. Every read is
+// bounded, so the prompt does not grow with the store.
+func (x *Extractor) input(ctx context.Context, ep sgam.Episode, knownAt time.Time) (Input, error) {
+	in := Input{Episode: ep}
+	sv, err := x.store.Schema(ctx, ep.Tenant)
+	if err != nil {
+		return in, err
+	}
+	if sv.Version > 0 {
+		if in.Schema, err = x.parsed(sv); err != nil {
+			return in, err
+		}
+		in.Version = sv.Version
+	}
+	if ep.Session != "" {
+		recent, err := x.store.Episodes(ctx, sgam.EpisodeQuery{Tenant: ep.Tenant, Session: ep.Session, Before: ep.OccurredAt, Latest: true, Limit: MaxRecent + 1})
+		if err != nil {
+			return in, err
+		}
+		for _, r := range recent {
+			if r.ID != ep.ID && len(in.Recent) < MaxRecent {
+				in.Recent = append(in.Recent, r)
+			}
+		}
+	}
+	cands, err := x.subjectsInPlay(ctx, ep, in.Recent)
+	if err != nil {
+		return in, err
+	}
+	for i, c := range cands {
+		// Bounded reads: a text may name many known subjects that had no
+		// value at the instant.
+		if len(in.Subjects) == MaxSubjects || i == 4*MaxSubjects {
+			break
+		}
+		facts, err := x.store.State(ctx, ep.Tenant, c.id, sgam.At{AsOf: ep.OccurredAt, KnownAt: knownAt})
+		if err != nil {
+			return in, err
+		}
+		// A subject the text names counts when it had values then: one
+		// the episode itself introduced was not known to its first
+		// extraction, and is not shown to a later one either.
+		if len(facts) == 0 && c.named {
+			continue
+		}
+		in.Subjects = append(in.Subjects, Subject{ID: c.id, Facts: facts})
+	}
+	return in, nil
+}
+
+// candidate is a subject that may be in play; named: found in the text.
+type candidate struct {
+	id    string
+	named bool
+}
+
+// subjectsInPlay are, in order: the episode's subjects hint, known
+// subjects its text names, and the subjects the session's recent episodes
+// were extracted into.
+func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent []sgam.Episode) ([]candidate, error) {
+	var out []candidate
+	seen := map[string]bool{}
+	add := func(id string, named bool) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			out = append(out, candidate{id, named})
+		}
+	}
+	for _, s := range ep.Subjects {
+		add(s, false)
+	}
+	known, err := x.store.Subjects(ctx, ep.Tenant, Words(ep.Content, sgam.MaxSubjectsLookup))
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range known {
+		add(s, true)
+	}
+	for i := len(recent) - 1; i >= 0; i-- {
+		recs, err := x.store.Extractions(ctx, ep.Tenant, recent[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		for j := len(recs) - 1; j >= 0; j-- {
+			if recs[j].Status == sgam.ExtractionFailed {
+				continue
+			}
+			for _, a := range recs[j].Accepted {
+				add(a.Subject, false)
+			}
+			break
+		}
+	}
+	return out, nil
+}
+
+// Words returns the words of a text that could be subject ids, at most
+// max, in order of first appearance: lowercased words ("Mira's" is mira)
+// and pairs of adjacent words joined by a hyphen and an underscore ("acct
+// 42" is acct-42 and acct_42).
+func Words(text string, max int) []string {
+	var words []string
+	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '\'' || r == '.' || r == '’')
+	}) {
+		f = strings.TrimSuffix(strings.TrimSuffix(f, "'s"), "’s")
+		f = strings.Trim(f, "-_.'’")
+		if f != "" {
+			words = append(words, f)
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(w string) {
+		if len(out) < max && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	for i, w := range words {
+		add(w)
+		if i+1 < len(words) {
+			add(w + "-" + words[i+1])
+			add(w + "_" + words[i+1])
+		}
+	}
+	return out
+}
+
+// parsed returns the parsed schema of a stored version.
+func (x *Extractor) parsed(sv sgam.SchemaVersion) (*schema.Schema, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if s, ok := x.schemas[sv.Hash]; ok {
+		return s, nil
+	}
+	s, err := schema.Parse(sv.Body)
+	if err != nil {
+		return nil, fmt.Errorf("the stored schema version %d does not parse: %w", sv.Version, err)
+	}
+	if len(x.schemas) >= 64 {
+		clear(x.schemas)
+	}
+	x.schemas[sv.Hash] = s
+	return s, nil
+}

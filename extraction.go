@@ -1,0 +1,153 @@
+package sgam
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Extraction is the record of one extraction attempt of an episode: what
+// the model was asked and answered, what of it became memory and what was
+// rejected, and what it cost. It is stored with its episode and forgotten
+// with it.
+type Extraction struct {
+	ID        string    `json:"extraction_id"`
+	Tenant    string    `json:"tenant"`
+	EpisodeID string    `json:"episode_id"`
+	At        time.Time `json:"at"` // when it was recorded
+	// Status is ExtractionDone, ExtractionRejected or ExtractionFailed.
+	Status string `json:"status"`
+	Model  string `json:"model"`
+	Mode   string `json:"mode"`
+	// SchemaVersion is the version of the tenant's schema the prompt was
+	// built from (0: none).
+	SchemaVersion int `json:"schema_version"`
+	// PromptDigest identifies the prompt (model, mode, schema and text):
+	// an identical prompt is answered from this record. ContentDigest
+	// identifies the episode's content.
+	PromptDigest  string `json:"prompt_digest"`
+	ContentDigest string `json:"content_digest"`
+	Prompt        string `json:"prompt"`
+	RawOutput     string `json:"raw_output"`
+	// Cached is set when the answer was not asked of the model but taken
+	// from an earlier record of the same prompt (CachedFrom).
+	Cached     bool   `json:"cached,omitempty"`
+	CachedFrom string `json:"cached_from,omitempty"`
+
+	Accepted []Accepted  `json:"accepted"`
+	Rejected []Rejection `json:"rejected"`
+	Warnings []string    `json:"warnings"`
+	// Unchanged counts the updates the model marked no_change (dropped).
+	Unchanged int `json:"unchanged"`
+	// Facts are the ids of the fact rows the extraction wrote or
+	// corroborated; Pending the candidates it left for review.
+	Facts   []int64  `json:"facts"`
+	Pending []string `json:"pending"`
+
+	TokensIn  int           `json:"tokens_in"`
+	TokensOut int           `json:"tokens_out"`
+	Calls     int           `json:"calls"` // requests sent to the model, retries included
+	Latency   time.Duration `json:"latency_ns"`
+	Error     string        `json:"error,omitempty"`
+}
+
+// Extraction statuses.
+const (
+	// ExtractionDone: the answer was used; some candidates may have been
+	// rejected.
+	ExtractionDone = "done"
+	// ExtractionRejected: the model proposed updates and every one of them
+	// was rejected.
+	ExtractionRejected = "rejected"
+	// ExtractionFailed: no usable answer (the model failed, or answered
+	// something that is not the schema's JSON); nothing was written.
+	ExtractionFailed = "failed"
+)
+
+// Accepted is a candidate that passed validation, and what the ledger
+// made of it.
+type Accepted struct {
+	Index     int             `json:"index"` // its place in the model's updates
+	Evidence  string          `json:"evidence"`
+	Subject   string          `json:"subject"`
+	Attribute string          `json:"attribute"`
+	Change    string          `json:"change"`          // new, update or retract, as the model said
+	Value     json.RawMessage `json:"value,omitempty"` // canonical JSON; none for a retraction
+	ValidFrom time.Time       `json:"valid_from"`
+	// Outcome is written, unchanged (an idempotent repeat: the row gained
+	// the episode as evidence), kept (prefer_source kept a stronger
+	// source's row), pending (held for review) or promoted.
+	Outcome   string `json:"outcome"`
+	FactID    int64  `json:"fact_id,omitempty"`
+	PendingID string `json:"pending_id,omitempty"`
+}
+
+// Outcomes of an accepted candidate.
+const (
+	OutcomeWritten   = "written"
+	OutcomeUnchanged = "unchanged"
+	OutcomeKept      = "kept"
+	OutcomePending   = "pending"
+)
+
+// Rejection is a candidate that did not become memory, and why.
+type Rejection struct {
+	Index int `json:"index"`
+	// Update is the candidate as the model wrote it.
+	Update json.RawMessage `json:"update"`
+	// Reason is one of the Reject* codes; Field names the update's field
+	// at fault, when one is.
+	Reason  string `json:"reason"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+// Why a candidate was rejected.
+const (
+	RejectUngrounded       = "ungrounded"        // the evidence is not a quote of the episode
+	RejectUnknownAttribute = "unknown_attribute" // not declared in the tenant's schema
+	RejectInvalidValue     = "invalid_value"     // not of the attribute's declared type
+	RejectInvalidSubject   = "invalid_subject"   // not a valid subject id
+	RejectInvalidTime      = "invalid_valid_from"
+	RejectInvalidChange    = "invalid_change"   // change is none of new, update, no_change, retract
+	RejectUnexpectedField  = "unexpected_field" // a field the update may not have (tenant, source, ...)
+	RejectMalformed        = "malformed"        // not an object, a field of the wrong JSON type, or missing
+	RejectConflict         = "conflict"         // the ledger refused it (a different value at the same valid_from)
+)
+
+// ExtractionCommit is what an extraction writes in one transaction: the
+// candidates, in order, and the record. The tenant and the source of every
+// write are the record's, whatever the candidates say.
+type ExtractionCommit struct {
+	Record Extraction
+	Writes []CandidateWrite
+}
+
+// CandidateWrite is one validated candidate to write: an assertion, or a
+// retraction when Retract is set (At is ValidFrom; on a set, Value names
+// the member).
+type CandidateWrite struct {
+	Accepted
+	Retract bool
+	Set     bool // the attribute is a set: Value is a member
+}
+
+// Extractions keeps the records of extraction attempts.
+type Extractions interface {
+	// CommitExtraction writes the candidates of x and its record in one
+	// transaction, at one transaction time. A candidate the ledger refuses
+	// (a conflict, a value the schema in force no longer takes) is moved to
+	// the record's Rejected and nothing of it is written; the others are.
+	// It returns the record as stored, with outcomes and fact ids. NotFound
+	// when the episode does not exist.
+	CommitExtraction(ctx context.Context, x ExtractionCommit) (Extraction, error)
+	// Extractions lists the records of an episode, oldest first (NotFound
+	// when the tenant has no such episode).
+	Extractions(ctx context.Context, tenant, episodeID string) ([]Extraction, error)
+	// ExtractionByPrompt returns the latest usable record (not failed) of a
+	// prompt digest in tenant, if any.
+	ExtractionByPrompt(ctx context.Context, tenant, digest string) (Extraction, bool, error)
+	// TokensSpent sums the model tokens of tenant's records since an
+	// instant.
+	TokensSpent(ctx context.Context, tenant string, since time.Time) (int, error)
+}

@@ -1,0 +1,67 @@
+package llm
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Kind says what went wrong with a request.
+type Kind string
+
+// Error kinds.
+const (
+	KindStatus     Kind = "status"     // the server answered an HTTP error
+	KindTimeout    Kind = "timeout"    // no answer within the attempt's timeout
+	KindConnection Kind = "connection" // the server could not be reached
+	KindMalformed  Kind = "malformed"  // the answer was not a usable chat completion
+	KindRefused    Kind = "refused"    // the model refused to answer
+	KindCanceled   Kind = "canceled"   // the caller's context ended
+)
+
+// Error is a failed request. Its text names the mode for answers that a
+// server gives when it does not support one, and never holds the API key.
+type Error struct {
+	Kind    Kind
+	Mode    Mode
+	Status  int // the HTTP status, for KindStatus
+	Message string
+	// RetryAfter is the wait the server asked for (KindStatus).
+	RetryAfter    time.Duration
+	retryAfterSet bool
+	Attempts      int // requests sent before giving up
+}
+
+func (e *Error) Error() string {
+	var s string
+	switch e.Kind {
+	case KindStatus:
+		s = fmt.Sprintf("model server answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+		if e.Status == http.StatusBadRequest || e.Status == http.StatusUnprocessableEntity || e.Status == http.StatusNotImplemented {
+			s += fmt.Sprintf(" (the request used --llm-mode %s; if the server does not support it, pick another: json_schema, json_object or tools)", e.Mode)
+		}
+	case KindTimeout:
+		s = "model server timed out: " + e.Message
+	case KindConnection:
+		s = "model server unreachable: " + e.Message
+	default:
+		s = fmt.Sprintf("model request %s: %s", e.Kind, e.Message)
+	}
+	if e.Attempts > 1 {
+		s += fmt.Sprintf(" (after %d attempts)", e.Attempts)
+	}
+	return s
+}
+
+// Retryable reports whether the same request may succeed later: a 429, a
+// 5xx, a timeout or a connection failure. Other 4xx answers are the
+// request's fault and are never retried.
+func (e *Error) Retryable() bool {
+	switch e.Kind {
+	case KindTimeout, KindConnection:
+		return true
+	case KindStatus:
+		return e.Status == http.StatusTooManyRequests || e.Status >= 500
+	}
+	return false
+}

@@ -1,0 +1,373 @@
+// Package llmtest is a scripted fake of an OpenAI-compatible chat
+// completions server, for tests: it checks every request (model, messages,
+// the response format asked for, a schema that never has a tenant or
+// source field), answers what the test scripted for the episode in the
+// prompt, counts calls, and injects faults: error statuses with
+// Retry-After, slow answers, malformed JSON, <think> blocks.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Call is one request the server received.
+type Call struct {
+	Model string
+	// Mode is json_schema, json_object or tools: what the request asked.
+	Mode     string
+	System   string
+	User     string
+	Schema   json.RawMessage // the schema asked for (json_object: none)
+	Header   http.Header
+	BodyJSON json.RawMessage // the whole request body
+}
+
+// Episode returns the content of the episode the prompt is about: the text
+// between the prompt's "<episode" line and "</episode>" (see
+// extract.Prompt), or "" when there is none.
+func (c Call) Episode() string {
+	_, rest, ok := strings.Cut(c.User, "<episode")
+	if !ok {
+		return ""
+	}
+	_, rest, ok = strings.Cut(rest, ">\n")
+	if !ok {
+		return ""
+	}
+	body, _, ok := strings.Cut(rest, "\n</episode>")
+	if !ok {
+		return ""
+	}
+	return body
+}
+
+// Reply is a scripted answer.
+type Reply struct {
+	// Updates is answered as {"updates": Updates}, unless Content is set.
+	Updates []Update
+	// Content is answered as it is (malformed JSON, say).
+	Content string
+	// Think is put before the answer as a <think> block.
+	Think string
+	// Status, when set, answers an HTTP error with this status, and
+	// RetryAfter as its Retry-After header when set.
+	Status     int
+	RetryAfter string
+	// Delay holds the answer back.
+	Delay time.Duration
+}
+
+// Update is one MemoryUpdate as a model writes it. Fields are in the order
+// the schema asks; Extra adds fields the schema does not have (a smuggled
+// "tenant", say).
+type Update struct {
+	Evidence     string
+	Subject      string
+	Attribute    string
+	CurrentValue *string
+	Change       string
+	Value        *string
+	ValidFrom    *string
+	Extra        map[string]any
+}
+
+// MarshalJSON writes the fields in schema order, then Extra's.
+func (u Update) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	field := func(name string, v any) {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		j, _ := json.Marshal(v)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(j)
+	}
+	field("evidence", u.Evidence)
+	field("subject", u.Subject)
+	field("attribute", u.Attribute)
+	field("current_value", u.CurrentValue)
+	field("change", u.Change)
+	field("value", u.Value)
+	field("valid_from", u.ValidFrom)
+	for k, v := range u.Extra {
+		field(k, v)
+	}
+	return []byte("{" + b.String() + "}"), nil
+}
+
+// S makes a *string of s, for Update's nullable fields.
+func S(s string) *string { return &s }
+
+// Script answers a call. It runs on the server's goroutines.
+type Script func(Call) Reply
+
+// ByEpisode answers by the episode content in the prompt: the reply keyed
+// by it exactly, else an empty list of updates.
+func ByEpisode(replies map[string]Reply) Script {
+	return func(c Call) Reply {
+		if r, ok := replies[c.Episode()]; ok {
+			return r
+		}
+		return Reply{Updates: []Update{}}
+	}
+}
+
+// Server is the fake. Its URL is the base URL to configure (".../v1").
+type Server struct {
+	URL string
+	// Model is the model name requests must ask for.
+	Model string
+	// APIKey, when set, must come as the bearer token; when empty, no
+	// Authorization header may come.
+	APIKey string
+
+	t      testing.TB
+	srv    *httptest.Server
+	mu     sync.Mutex
+	script Script
+	faults []Reply
+	calls  []Call
+}
+
+// New starts a fake serving script, closed when the test ends.
+func New(t testing.TB, model string, script Script) *Server {
+	s := &Server{Model: model, t: t, script: script}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL + "/v1"
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// SetScript replaces the script.
+func (s *Server) SetScript(script Script) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = script
+}
+
+// Fault makes the next len(replies) calls answer these replies, in order,
+// whatever the script says.
+func (s *Server) Fault(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, replies...)
+}
+
+// Calls returns every call received so far.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// CallCount returns how many calls were received.
+func (s *Server) CallCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Strict bool            `json:"strict"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+	Tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name       string          `json:"name"`
+			Strict     bool            `json:"strict"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+}
+
+func (s *Server) refuse(w http.ResponseWriter, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.t.Errorf("llmtest: bad request: %s", msg)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		s.refuse(w, "%s %s: only POST /v1/chat/completions is served", r.Method, r.URL.Path)
+		return
+	}
+	auth := r.Header.Get("Authorization")
+	switch {
+	case s.APIKey == "" && auth != "":
+		s.refuse(w, "an Authorization header came, and no key was configured")
+		return
+	case s.APIKey != "" && auth != "Bearer "+s.APIKey:
+		// What a real server answers; not a fault of the code under test.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}`))
+		return
+	}
+	var body json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		s.refuse(w, "body is not JSON: %v", err)
+		return
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		s.refuse(w, "body: %v", err)
+		return
+	}
+	c, err := s.check(req)
+	if err != nil {
+		s.refuse(w, "%v", err)
+		return
+	}
+	c.Header, c.BodyJSON = r.Header.Clone(), body
+
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	var rep Reply
+	if len(s.faults) > 0 {
+		rep, s.faults = s.faults[0], s.faults[1:]
+	} else {
+		rep = s.script(c)
+	}
+	s.mu.Unlock()
+
+	if rep.Delay > 0 {
+		select {
+		case <-time.After(rep.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if rep.Status != 0 {
+		if rep.RetryAfter != "" {
+			w.Header().Set("Retry-After", rep.RetryAfter)
+		}
+		w.WriteHeader(rep.Status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": fmt.Sprintf("scripted %d", rep.Status), "type": "server_error"}})
+		return
+	}
+	content := rep.Content
+	if content == "" {
+		updates := rep.Updates
+		if updates == nil {
+			updates = []Update{}
+		}
+		b, _ := json.Marshal(map[string]any{"updates": updates})
+		content = string(b)
+	}
+	if rep.Think != "" {
+		content = "<think>" + rep.Think + "</think>\n" + content
+	}
+	msg := map[string]any{"role": "assistant", "content": content}
+	if c.Mode == "tools" {
+		msg["content"] = nil
+		msg["tool_calls"] = []any{map[string]any{"id": "call_1", "type": "function",
+			"function": map[string]any{"name": req.Tools[0].Function.Name, "arguments": content}}}
+	}
+	prompt := (len(c.System) + len(c.User)) / 4
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-fake", "object": "chat.completion", "created": time.Now().Unix(), "model": c.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "stop"}},
+		"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": len(content) / 4, "total_tokens": prompt + len(content)/4},
+	})
+}
+
+// check validates a request as a strict server would, and returns it as a
+// Call.
+func (s *Server) check(req chatRequest) (Call, error) {
+	c := Call{Model: req.Model}
+	if req.Model != s.Model {
+		return c, fmt.Errorf("model %q, want %q", req.Model, s.Model)
+	}
+	if len(req.Messages) != 2 || req.Messages[0].Role != "system" || req.Messages[1].Role != "user" {
+		return c, fmt.Errorf("want a system and a user message, got %d messages", len(req.Messages))
+	}
+	c.System, c.User = req.Messages[0].Content, req.Messages[1].Content
+	switch {
+	case len(req.Tools) > 0:
+		c.Mode = "tools"
+		f := req.Tools[0].Function
+		if !strings.Contains(string(req.ToolChoice), f.Name) {
+			return c, fmt.Errorf("tool_choice %s does not force the tool %s", req.ToolChoice, f.Name)
+		}
+		if !f.Strict {
+			return c, fmt.Errorf("the tool is not strict")
+		}
+		c.Schema = f.Parameters
+	case req.ResponseFormat == nil:
+		return c, fmt.Errorf("no response_format and no tools")
+	case req.ResponseFormat.Type == "json_schema":
+		c.Mode = "json_schema"
+		js := req.ResponseFormat.JSONSchema
+		if js == nil || !js.Strict {
+			return c, fmt.Errorf("json_schema without strict: true")
+		}
+		c.Schema = js.Schema
+	case req.ResponseFormat.Type == "json_object":
+		c.Mode = "json_object"
+		if !strings.Contains(c.System, "JSON Schema") {
+			return c, fmt.Errorf("json_object mode without the schema in the prompt")
+		}
+		return c, nil
+	default:
+		return c, fmt.Errorf("response_format type %q", req.ResponseFormat.Type)
+	}
+	var sch any
+	if err := json.Unmarshal(c.Schema, &sch); err != nil {
+		return c, fmt.Errorf("schema: %v", err)
+	}
+	return c, checkStrict(sch, "$")
+}
+
+// checkStrict enforces what strict structured output requires of a
+// schema, and that it has no field for the tenant or the source: the model
+// never chooses them.
+func checkStrict(v any, at string) error {
+	switch v := v.(type) {
+	case map[string]any:
+		if props, ok := v["properties"].(map[string]any); ok {
+			if v["additionalProperties"] != false {
+				return fmt.Errorf("%s: an object without additionalProperties: false", at)
+			}
+			req, _ := v["required"].([]any)
+			if len(req) != len(props) {
+				return fmt.Errorf("%s: every property must be required in strict mode", at)
+			}
+			for name, p := range props {
+				if name == "tenant" || name == "tenant_id" || name == "source" || name == "source_episode" {
+					return fmt.Errorf("%s: the schema has a %q field", at, name)
+				}
+				if err := checkStrict(p, at+"."+name); err != nil {
+					return err
+				}
+			}
+		}
+		if items, ok := v["items"]; ok {
+			return checkStrict(items, at+"[]")
+		}
+	}
+	return nil
+}

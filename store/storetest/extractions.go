@@ -1,0 +1,198 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam"
+)
+
+// runExtractions: an extraction's candidates and its record commit
+// together in the episode's tenant, from the episode; the ledger's
+// refusals become rejections; records are read back per episode and by
+// prompt, counted as tokens, and forgotten with their episode.
+func runExtractions(t *testing.T, newStore Factory) {
+	b := schemaBundle(t, newStore)
+	for _, tenant := range []string{tenantA, tenantB} {
+		b.episode(tenant, "e1", "Mira: my passport deadline is July 15; I weigh 61.5 kg", "2026-06-01T09:00:00Z")
+	}
+	b.tick("2026-06-01T09:00:01Z")
+	cand := func(i int, subject, attribute, value string, validFrom string) sgam.CandidateWrite {
+		return sgam.CandidateWrite{Accepted: sgam.Accepted{Index: i, Evidence: "x", Subject: subject, Attribute: attribute,
+			Change: "new", Value: []byte(value), ValidFrom: b.at(validFrom)}}
+	}
+	record := func(tenant, episode string) sgam.Extraction {
+		return sgam.Extraction{Tenant: tenant, EpisodeID: episode, Model: "m1", Mode: "json_schema", PromptDigest: "p1",
+			Prompt: "the prompt", RawOutput: `{"updates":[]}`, TokensIn: 100, TokensOut: 20, Calls: 1}
+	}
+	commit := func(rec sgam.Extraction, writes ...sgam.CandidateWrite) sgam.Extraction {
+		t.Helper()
+		x, err := b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: rec, Writes: writes})
+		require.NoError(t, err)
+		return x
+	}
+
+	// Candidates become facts from the episode; one the ledger refuses is
+	// rejected and the others are written.
+	_, err := b.assertRaw(key(tenantA, "mira", "weight"), `60`, "2026-06-01T09:00:00Z", "e_tool")
+	require.NoError(t, err)
+	x := commit(record(tenantA, "e1"),
+		cand(0, "mira", "passport_deadline", `"2026-07-15"`, "2026-06-01T09:00:00Z"),
+		cand(1, "mira", "weight", `61.5`, "2026-06-01T09:00:00Z"),     // a different value at the same valid_from: refused
+		cand(2, "mira", "diagnosis", `"flu"`, "2026-06-01T09:00:00Z"), // sensitive, from a message: held
+	)
+	require.NotEmpty(t, x.ID)
+	require.Equal(t, sgam.ExtractionDone, x.Status)
+	require.Equal(t, b.at("2026-06-01T09:00:01Z"), x.At)
+	require.Len(t, x.Accepted, 2)
+	require.Equal(t, sgam.OutcomeWritten, x.Accepted[0].Outcome)
+	require.Equal(t, sgam.OutcomePending, x.Accepted[1].Outcome)
+	require.NotEmpty(t, x.Accepted[1].PendingID)
+	require.Len(t, x.Rejected, 1)
+	require.Equal(t, 1, x.Rejected[0].Index)
+	require.Equal(t, sgam.RejectConflict, x.Rejected[0].Reason)
+	require.Equal(t, []int64{x.Accepted[0].FactID}, x.Facts)
+	require.Equal(t, []string{x.Accepted[1].PendingID}, x.Pending)
+	f := b.get(key(tenantA, "mira", "passport_deadline"), "", "")
+	require.Equal(t, []string{"e1"}, f.Sources)
+	require.Equal(t, `60`, string(b.get(key(tenantA, "mira", "weight"), "", "").Value), "the refused candidate wrote nothing")
+	require.Nil(t, b.get(key(tenantB, "mira", "passport_deadline"), "", ""), "nothing outside the episode's tenant")
+
+	// Again: an idempotent repeat, no second row.
+	again := commit(record(tenantA, "e1"), cand(0, "mira", "passport_deadline", `"2026-07-15"`, "2026-06-01T09:00:00Z"))
+	require.Equal(t, sgam.OutcomeUnchanged, again.Accepted[0].Outcome)
+	require.Equal(t, x.Accepted[0].FactID, again.Accepted[0].FactID)
+	hist, err := b.store.History(b.ctx, key(tenantA, "mira", "passport_deadline"))
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+
+	// A failed attempt is recorded, writes nothing, and answers no prompt.
+	failed := record(tenantA, "e1")
+	failed.PromptDigest, failed.Error = "p2", "model server timed out"
+	require.Equal(t, sgam.ExtractionFailed, commit(failed).Status)
+	_, found, err := b.store.ExtractionByPrompt(b.ctx, tenantA, "p2")
+	require.NoError(t, err)
+	require.False(t, found)
+
+	// Every candidate rejected: status rejected.
+	rej := commit(record(tenantA, "e1"), cand(0, "mira", "weight", `61.5`, "2026-06-01T09:00:00Z"))
+	require.Equal(t, sgam.ExtractionRejected, rej.Status)
+
+	xs, err := b.store.Extractions(b.ctx, tenantA, "e1")
+	require.NoError(t, err)
+	require.Len(t, xs, 4)
+	require.Equal(t, x, xs[0], "stored as returned")
+	byPrompt, found, err := b.store.ExtractionByPrompt(b.ctx, tenantA, "p1")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, rej.ID, byPrompt.ID, "the newest usable record of the prompt")
+	spent, err := b.store.TokensSpent(b.ctx, tenantA, b.at("2026-06-01T00:00:00Z"))
+	require.NoError(t, err)
+	require.Equal(t, 4*120, spent)
+	spent, err = b.store.TokensSpent(b.ctx, tenantA, b.at("2026-06-02T00:00:00Z"))
+	require.NoError(t, err)
+	require.Zero(t, spent)
+
+	// The other tenant sees none of it.
+	xs, err = b.store.Extractions(b.ctx, tenantB, "e1")
+	require.NoError(t, err)
+	require.Empty(t, xs)
+	_, found, err = b.store.ExtractionByPrompt(b.ctx, tenantB, "p1")
+	require.NoError(t, err)
+	require.False(t, found)
+	spent, err = b.store.TokensSpent(b.ctx, tenantB, b.at("2026-01-01T00:00:00Z"))
+	require.NoError(t, err)
+	require.Zero(t, spent)
+
+	// Bad input, by name; an unknown episode writes nothing.
+	_, err = b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: record(tenantA, "nope"),
+		Writes: []sgam.CandidateWrite{cand(0, "omar", "passport_deadline", `"2026-07-15"`, "2026-06-01T09:00:00Z")}})
+	requireCode(t, err, sgam.NotFound, "episode_id")
+	require.Nil(t, b.get(key(tenantA, "omar", "passport_deadline"), "", ""))
+	_, err = b.store.Extractions(b.ctx, tenantA, "nope")
+	requireCode(t, err, sgam.NotFound, "episode_id")
+	_, err = b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: record("", "e1")})
+	requireCode(t, err, sgam.Invalid, "tenant")
+	bad := commit(record(tenantA, "e1"), cand(0, "", "passport_deadline", `"2026-07-15"`, "2026-06-01T09:00:00Z"),
+		cand(1, "mira", "passport_deadline", `"July"`, "2026-06-01T09:00:00Z"))
+	require.Len(t, bad.Rejected, 2)
+	require.Equal(t, sgam.RejectInvalidSubject, bad.Rejected[0].Reason)
+	require.Equal(t, sgam.RejectInvalidValue, bad.Rejected[1].Reason)
+
+	// Forgotten with the episode, and with the tenant.
+	_, err = b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantA, Episode: "e1"})
+	require.NoError(t, err)
+	b.episode(tenantA, "e1", "again", "2026-06-01T09:00:00Z")
+	xs, err = b.store.Extractions(b.ctx, tenantA, "e1")
+	require.NoError(t, err)
+	require.Empty(t, xs, "the records went with the episode")
+	_, found, err = b.store.ExtractionByPrompt(b.ctx, tenantA, "p1")
+	require.NoError(t, err)
+	require.False(t, found)
+	commit(record(tenantB, "e1"))
+	_, err = b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantB, All: true})
+	require.NoError(t, err)
+	spent, err = b.store.TokensSpent(b.ctx, tenantB, b.at("2026-01-01T00:00:00Z"))
+	require.NoError(t, err)
+	require.Zero(t, spent)
+	b.requireClean()
+}
+
+// runExtractionInputs: what extraction reads to build a prompt: an
+// episode's subjects hint, the latest episodes of a session before an
+// instant, and which words of a text are known subjects; none of it
+// across tenants.
+func runExtractionInputs(t *testing.T, newStore Factory) {
+	b := setup(t, newStore)
+	for _, tenant := range []string{tenantA, tenantB} {
+		for i, at := range []string{"2026-06-01T09:00:00Z", "2026-06-01T10:00:00Z", "2026-06-01T11:00:00Z", "2026-06-01T12:00:00Z"} {
+			_, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenant, ID: fmt.Sprintf("s%d", i), Session: "chat", Content: tenant + " turn",
+				OccurredAt: b.at(at)})
+			require.NoError(t, err)
+		}
+	}
+	e, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "h1", Content: "about them", Subjects: []string{"mira", "acct-42"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"mira", "acct-42"}, e.Subjects)
+	got, err := b.store.Episode(b.ctx, tenantA, "h1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"mira", "acct-42"}, got.Subjects)
+	_, err = b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "h1", Content: "about them", Subjects: []string{"mira"}})
+	requireCode(t, err, sgam.Conflict, "episode_id")
+	_, err = b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "h2", Content: "x", Subjects: []string{"mira", "mira"}})
+	requireCode(t, err, sgam.Invalid, "subjects[1]")
+	_, err = b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "h2", Content: "x", Subjects: []string{""}})
+	requireCode(t, err, sgam.Invalid, "subjects[0]")
+
+	latest, err := b.store.Episodes(b.ctx, sgam.EpisodeQuery{Tenant: tenantA, Session: "chat", Limit: 2, Latest: true, Before: b.at("2026-06-01T12:00:00Z")})
+	require.NoError(t, err)
+	require.Equal(t, []string{"s1", "s2"}, episodeIDs(latest), "the two before noon, oldest first")
+	first, err := b.store.Episodes(b.ctx, sgam.EpisodeQuery{Tenant: tenantA, Session: "chat", Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, []string{"s0", "s1"}, episodeIDs(first))
+	_, err = b.store.Episodes(b.ctx, sgam.EpisodeQuery{Tenant: tenantA, Before: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	requireCode(t, err, sgam.Invalid, "before")
+
+	b.assert(key(tenantA, "mira", "city"), "Oslo", "2026-06-01T09:00:00Z", "s0")
+	b.assert(key(tenantA, "acct-42", "plan"), "pro", "2026-06-01T09:00:00Z", "s0")
+	b.assert(key(tenantB, "omar", "city"), "Rome", "2026-06-01T09:00:00Z", "s0")
+	known, err := b.store.Subjects(b.ctx, tenantA, []string{"omar", "acct-42", "the", "mira", "mira", ""})
+	require.NoError(t, err)
+	require.Equal(t, []string{"acct-42", "mira"}, known, "in the order given, once; omar is the other tenant's")
+	known, err = b.store.Subjects(b.ctx, tenantB, []string{"mira", "omar"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"omar"}, known)
+	_, err = b.store.Subjects(b.ctx, tenantA, make([]string, sgam.MaxSubjectsLookup+1))
+	requireCode(t, err, sgam.Invalid, "ids")
+}
+
+func episodeIDs(es []sgam.Episode) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}
