@@ -27,8 +27,12 @@ type Extraction struct {
 	// identifies the episode's content.
 	PromptDigest  string `json:"prompt_digest"`
 	ContentDigest string `json:"content_digest"`
-	Prompt        string `json:"prompt"`
-	RawOutput     string `json:"raw_output"`
+	// ShownAt is the transaction time whose beliefs the prompt showed:
+	// when the episode was first extracted, for every later attempt too,
+	// so that an unchanged episode gets an unchanged prompt.
+	ShownAt   time.Time `json:"shown_at"`
+	Prompt    string    `json:"prompt"`
+	RawOutput string    `json:"raw_output"`
 	// Cached is set when the answer was not asked of the model but taken
 	// from an earlier record of the same prompt (CachedFrom).
 	Cached     bool   `json:"cached,omitempty"`
@@ -49,6 +53,10 @@ type Extraction struct {
 	Calls     int           `json:"calls"` // requests sent to the model, retries included
 	Latency   time.Duration `json:"latency_ns"`
 	Error     string        `json:"error,omitempty"`
+	// GaveUp marks a failure after which no attempt follows (the last of
+	// its job, or one that a retry cannot mend) until the episode is queued
+	// again.
+	GaveUp bool `json:"gave_up,omitempty"`
 }
 
 // Extraction statuses.
@@ -150,4 +158,54 @@ type Extractions interface {
 	// TokensSpent sums the model tokens of tenant's records since an
 	// instant.
 	TokensSpent(ctx context.Context, tenant string, since time.Time) (int, error)
+}
+
+// QueuedExtraction is an episode waiting in the store's extraction queue:
+// recorded in the transaction that captured it (or asked for it again),
+// so that no crash can lose it, until a queue's dispatcher hands it to the
+// workers.
+type QueuedExtraction struct {
+	Tenant    string    `json:"tenant"`
+	EpisodeID string    `json:"episode_id"`
+	Again     bool      `json:"again,omitempty"` // extract even if extracted already
+	QueuedAt  time.Time `json:"queued_at"`
+}
+
+// Budget is a tenant's token budget: what extraction may spend per UTC
+// day (0: no limit), and what it spent today.
+type Budget struct {
+	Tenant       string `json:"tenant"`
+	TokensPerDay int    `json:"tokens_per_day"` // 0: unlimited
+	SpentToday   int    `json:"spent_today"`
+	// ResetsAt is the next UTC midnight, when SpentToday starts over.
+	ResetsAt time.Time `json:"resets_at"`
+}
+
+// Exhausted reports whether the budget has nothing left today.
+func (b Budget) Exhausted() bool { return b.TokensPerDay > 0 && b.SpentToday >= b.TokensPerDay }
+
+// ExtractionQueue is the store's side of the extraction queue, and the
+// tenants' token budgets.
+type ExtractionQueue interface {
+	// AddEpisodeToExtract captures e as AddEpisode does and, in the same
+	// transaction, queues it for extraction; an identical episode captured
+	// before is queued again only when it has no usable extraction record.
+	// queued reports whether it was queued.
+	AddEpisodeToExtract(ctx context.Context, e Episode) (out Episode, queued bool, err error)
+	// QueueExtraction queues stored episodes of tenant for extraction;
+	// again: even those extracted already (their unchanged prompts are
+	// answered from their records). NotFound names an unknown episode, and
+	// then none is queued.
+	QueueExtraction(ctx context.Context, tenant string, episodeIDs []string, again bool) error
+	// QueuedExtractions lists up to limit queued episodes of every tenant,
+	// oldest first: the dispatcher's, store-wide.
+	QueuedExtractions(ctx context.Context, limit int) ([]QueuedExtraction, error)
+	// DequeueExtractions removes dispatched entries, each only if it is
+	// still as listed (an episode queued again meanwhile stays).
+	DequeueExtractions(ctx context.Context, q []QueuedExtraction) error
+	// SetBudget sets a tenant's tokens per day (0: unlimited): the
+	// operator's.
+	SetBudget(ctx context.Context, tenant string, tokensPerDay int) error
+	// Budget returns a tenant's budget and what it spent today.
+	Budget(ctx context.Context, tenant string) (Budget, error)
 }

@@ -183,6 +183,7 @@ type Store interface {
 	Schemas
 	Lifecycle
 	Extractions
+	ExtractionQueue
 	Admin
 	Close() error
 }

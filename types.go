@@ -284,7 +284,9 @@ type EpisodeQuery struct {
 	Tenant  string
 	Session string // optional
 	Limit   int    // default 100, at most 10,000
-	// Before, when set, selects only episodes that occurred before it.
+	// Since and Before, when set, select only episodes that occurred at
+	// or after Since, and before Before.
+	Since  time.Time
 	Before time.Time
 	// Latest selects the latest Limit episodes rather than the first
 	// (still listed oldest first).
@@ -302,8 +304,13 @@ func (q EpisodeQuery) Check() (EpisodeQuery, error) {
 	case q.Limit < 0 || q.Limit > 10000:
 		return q, Errorf(Invalid, "limit", "must be between 1 and 10000, not %d", q.Limit)
 	}
+	var err error
+	if !q.Since.IsZero() {
+		if q.Since, err = CheckTime("since", q.Since); err != nil {
+			return q, err
+		}
+	}
 	if !q.Before.IsZero() {
-		var err error
 		if q.Before, err = CheckTime("before", q.Before); err != nil {
 			return q, err
 		}

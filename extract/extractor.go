@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,7 +31,8 @@ var ErrNoModel = errors.New("no model is configured: set SGAM_LLM_BASE_URL and S
 // before. It is safe for concurrent use.
 type Extractor struct {
 	store Store
-	model llm.Model // nil: none configured
+	model llm.Model  // nil: none configured
+	clock sgam.Clock // the instant a first prompt shows beliefs at
 
 	mu      sync.Mutex
 	schemas map[string]*schema.Schema // parsed schema bodies, by hash
@@ -39,7 +41,14 @@ type Extractor struct {
 // New returns an Extractor over store asking model (nil: no model; Extract
 // then fails with ErrNoModel, and DryRun still builds the prompt).
 func New(store Store, model llm.Model) *Extractor {
-	return &Extractor{store: store, model: model, schemas: map[string]*schema.Schema{}}
+	return &Extractor{store: store, model: model, clock: sgam.SystemClock{}, schemas: map[string]*schema.Schema{}}
+}
+
+// WithClock sets the clock whose now a first extraction's prompt shows
+// the stored beliefs at: the store's (default the system clock).
+func (x *Extractor) WithClock(c sgam.Clock) *Extractor {
+	x.clock = c
+	return x
 }
 
 // Model returns the model asked, nil when none is configured.
@@ -54,6 +63,38 @@ type Options struct {
 	// after a schema change say). A prompt identical to one answered
 	// before is still answered from its record, at no token cost.
 	Again bool
+	// LastAttempt marks the attempt after which no other will be made: a
+	// failure's record says the extraction gave up.
+	LastAttempt bool
+}
+
+// AnswerError is a model's answer that is not the schema's JSON.
+type AnswerError struct{ Reason string }
+
+func (e *AnswerError) Error() string { return "the model's answer is unusable: " + e.Reason }
+
+// Retryable reports whether a failed Extract may succeed when tried
+// again: a model failure that llm calls retryable, an unusable answer
+// (the model may answer better), a store that was unavailable. A model's
+// refusal of the request (a 4xx), no model, or an episode that is not
+// there will fail again.
+func Retryable(err error) bool {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return le.Retryable()
+	}
+	var ae *AnswerError
+	if errors.As(err, &ae) {
+		return true
+	}
+	if errors.Is(err, ErrNoModel) {
+		return false
+	}
+	switch sgam.ErrorCode(err) {
+	case sgam.Invalid, sgam.NotFound, sgam.Conflict:
+		return false
+	}
+	return true
 }
 
 // Result is the outcome of Extract.
@@ -93,7 +134,8 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 			}
 		}
 	}
-	in, err := x.input(ctx, ep, beliefBefore(recs))
+	knownAt := x.shownAt(recs)
+	in, err := x.input(ctx, ep, knownAt)
 	if err != nil {
 		return res, err
 	}
@@ -105,7 +147,7 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 		return res, ErrNoModel
 	}
 	rec := sgam.Extraction{Tenant: tenant, EpisodeID: ep.ID, Model: x.model.Name(), Mode: string(x.model.Mode()),
-		SchemaVersion: in.Version, ContentDigest: contentDigest, Prompt: res.Prompt.Text()}
+		SchemaVersion: in.Version, ContentDigest: contentDigest, Prompt: res.Prompt.Text(), ShownAt: knownAt}
 	rec.PromptDigest = res.Prompt.Digest(rec.Model, rec.Mode)
 	if len(ep.Content) > MaxEpisodeChars {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("the episode is %d bytes; the model was shown the first %d", len(ep.Content), MaxEpisodeChars))
@@ -132,8 +174,9 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 
 	out, err := Decode(in, answer)
 	if err != nil {
-		rec.Error = "the model's answer is unusable: " + err.Error()
-		return x.fail(ctx, res, rec, opts, fmt.Errorf("%s", rec.Error))
+		ae := &AnswerError{Reason: err.Error()}
+		rec.Error = ae.Error()
+		return x.fail(ctx, res, rec, opts, ae)
 	}
 	rec.Rejected, rec.Unchanged = out.Rejected, out.Unchanged
 	rec.Warnings = append(rec.Warnings, out.Warnings...)
@@ -155,8 +198,10 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 // fail stores the record of a failed attempt (but for a dry run) and
 // returns cause.
 func (x *Extractor) fail(ctx context.Context, res Result, rec sgam.Extraction, opts Options, cause error) (Result, error) {
+	rec.GaveUp = opts.LastAttempt || !Retryable(cause)
 	res.Record = rec
-	if opts.DryRun {
+	if opts.DryRun || ctx.Err() != nil {
+		// An interrupted attempt (a shutdown) is no failure to record.
 		return res, cause
 	}
 	stored, err := x.store.CommitExtraction(ctx, sgam.ExtractionCommit{Record: rec})
@@ -167,18 +212,20 @@ func (x *Extractor) fail(ctx context.Context, res Result, rec sgam.Extraction, o
 	return res, cause
 }
 
-// beliefBefore is the instant whose beliefs a prompt shows: just before
-// the episode's first usable extraction committed, so that extracting it
-// again shows the model what it was shown the first time (not the values
-// the episode itself wrote), and an unchanged prompt is answered from its
-// record; zero (now) for a first extraction.
-func beliefBefore(recs []sgam.Extraction) time.Time {
+// shownAt is the instant whose beliefs a prompt shows: the one the
+// episode's first usable extraction showed, so that extracting it again
+// shows the model what it was shown the first time (not the values that
+// extraction, or others since, wrote) and an unchanged prompt is answered
+// from its record; now for a first extraction.
+func (x *Extractor) shownAt(recs []sgam.Extraction) time.Time {
 	for _, r := range recs {
-		if r.Status != sgam.ExtractionFailed {
-			return r.At.Add(-time.Microsecond)
+		if r.Status != sgam.ExtractionFailed && !r.ShownAt.IsZero() {
+			return r.ShownAt
 		}
 	}
-	return time.Time{}
+	// A microsecond back: a write committed in the same instant as the
+	// read (a coarse or manual clock) is not shown, now or later.
+	return x.clock.Now().UTC().Truncate(time.Microsecond).Add(-time.Microsecond)
 }
 
 // Prompt returns the prompt that extracting the episode would send now.
@@ -191,7 +238,7 @@ func (x *Extractor) Prompt(ctx context.Context, tenant, episodeID string) (Promp
 	if err != nil {
 		return Prompt{}, err
 	}
-	in, err := x.input(ctx, ep, beliefBefore(recs))
+	in, err := x.input(ctx, ep, x.shownAt(recs))
 	if err != nil {
 		return Prompt{}, err
 	}
@@ -199,8 +246,8 @@ func (x *Extractor) Prompt(ctx context.Context, tenant, episodeID string) (Promp
 }
 
 // input gathers what the prompt of ep shows: the tenant's schema, the
-// subjects in play with their values at occurred_at as believed at knownAt
-// (zero: now), and the session's latest episodes before it. Every read is
+// subjects in play with their values at occurred_at as believed at
+// knownAt, and the session's latest episodes before it captured by then. Every read is
 // bounded, so the prompt does not grow with the store.
 func (x *Extractor) input(ctx context.Context, ep sgam.Episode, knownAt time.Time) (Input, error) {
 	in := Input{Episode: ep}
@@ -215,17 +262,22 @@ func (x *Extractor) input(ctx context.Context, ep sgam.Episode, knownAt time.Tim
 		in.Version = sv.Version
 	}
 	if ep.Session != "" {
-		recent, err := x.store.Episodes(ctx, sgam.EpisodeQuery{Tenant: ep.Tenant, Session: ep.Session, Before: ep.OccurredAt, Latest: true, Limit: MaxRecent + 1})
+		recent, err := x.store.Episodes(ctx, sgam.EpisodeQuery{Tenant: ep.Tenant, Session: ep.Session, Before: ep.OccurredAt, Latest: true, Limit: 4 * MaxRecent})
 		if err != nil {
 			return in, err
 		}
-		for _, r := range recent {
-			if r.ID != ep.ID && len(in.Recent) < MaxRecent {
-				in.Recent = append(in.Recent, r)
+		// Only what was there at knownAt (episodes captured later were not
+		// shown to the first extraction), the latest MaxRecent, oldest first.
+		var shown []sgam.Episode
+		for i := len(recent) - 1; i >= 0 && len(shown) < MaxRecent; i-- {
+			if r := recent[i]; r.ID != ep.ID && !r.RecordedAt.After(knownAt) {
+				shown = append(shown, r)
 			}
 		}
+		slices.Reverse(shown)
+		in.Recent = shown
 	}
-	cands, err := x.subjectsInPlay(ctx, ep, in.Recent)
+	cands, err := x.subjectsInPlay(ctx, ep, in.Recent, knownAt)
 	if err != nil {
 		return in, err
 	}
@@ -259,7 +311,7 @@ type candidate struct {
 // subjectsInPlay are, in order: the episode's subjects hint, known
 // subjects its text names, and the subjects the session's recent episodes
 // were extracted into.
-func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent []sgam.Episode) ([]candidate, error) {
+func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent []sgam.Episode, knownAt time.Time) ([]candidate, error) {
 	var out []candidate
 	seen := map[string]bool{}
 	add := func(id string, named bool) {
@@ -284,7 +336,7 @@ func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent 
 			return nil, err
 		}
 		for j := len(recs) - 1; j >= 0; j-- {
-			if recs[j].Status == sgam.ExtractionFailed {
+			if recs[j].Status == sgam.ExtractionFailed || recs[j].At.After(knownAt) {
 				continue
 			}
 			for _, a := range recs[j].Accepted {

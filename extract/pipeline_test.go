@@ -54,7 +54,7 @@ func newEnv(t *testing.T, mode llm.Mode, script llmtest.Script) *env {
 	fake := llmtest.New(t, "test-model", script)
 	model, err := llm.New(llm.Config{BaseURL: fake.URL, Model: fake.Model, Mode: mode, MaxBackoff: time.Second})
 	require.NoError(t, err)
-	return &env{t: t, ctx: context.Background(), clock: clock, store: st, fake: fake, x: extract.New(st, model)}
+	return &env{t: t, ctx: context.Background(), clock: clock, store: st, fake: fake, x: extract.New(st, model).WithClock(clock)}
 }
 
 func (e *env) at(s string) time.Time {

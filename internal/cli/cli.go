@@ -41,6 +41,12 @@ type app struct {
 	fields map[string]string
 }
 
+// exitError ends a command that printed its own messages with an exit
+// status.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
 // usageError is bad input caught by the command line itself: an unknown
 // flag, a missing argument.
 type usageError struct{ err error }
@@ -79,7 +85,10 @@ func (a *app) report(err error) int {
 		}
 	}
 	var ue usageError
+	var ee exitError
 	switch {
+	case errors.As(err, &ee):
+		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(a.stderr, "sgam: %v\nRun 'sgam --help' for usage.\n", ue.err)
 		return ExitUsage
@@ -136,6 +145,7 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 		a.getCommand(), a.stateCommand(), a.historyCommand(), a.traceCommand(), a.traverseCommand(),
 		a.pendingCommand(),
 		a.episodeCommand(),
+		a.ingestCommand(), a.rememberCommand(), a.extractCommand(), a.reextractCommand(), a.workerCommand(), a.budgetCommand(),
 		a.replayCommand(),
 		a.exportCommand(), a.importCommand(),
 		a.checkCommand(),

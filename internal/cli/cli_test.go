@@ -6,8 +6,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,7 +26,11 @@ import (
 // SGAM_CLI_CHILD set, the test binary is sgam.
 func TestMain(m *testing.M) {
 	if os.Getenv("SGAM_CLI_CHILD") != "" {
-		os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		// As cmd/sgam: SIGINT and SIGTERM end the command's context.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(pgtest.Main(m))
 }

@@ -151,7 +151,7 @@ func (a *app) episodeListCommand() *cobra.Command {
 func (a *app) episodeShowCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show ID",
-		Short: "Show one episode with its content",
+		Short: "Show one episode with its content and its extraction records",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.withFields(map[string]string{"episode_id": "ID"})
@@ -164,10 +164,21 @@ func (a *app) episodeShowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			recs, err := s.Extractions(a.ctx, a.tenant, args[0])
+			if err != nil {
+				return err
+			}
 			if a.jsonOut {
-				return a.printJSON(e)
+				return a.printJSON(struct {
+					sgam.Episode
+					Extractions []sgam.Extraction `json:"extractions"`
+				}{e, recs})
 			}
 			printEpisode(a.stdout, e, true)
+			for _, r := range recs {
+				fmt.Fprintf(a.stdout, "\nextraction %s at %s, model %s (%s), schema version %d, prompt %s\n", r.ID, fmtTime(r.At), r.Model, r.Mode, r.SchemaVersion, truncate(r.PromptDigest, 12))
+				a.printExtraction(r, false)
+			}
 			return nil
 		},
 	}

@@ -111,13 +111,17 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 	if q.Latest {
 		order = `occurred_at DESC, episode_id DESC`
 	}
-	var before *time.Time
+	var before, since *time.Time
 	if !q.Before.IsZero() {
 		before = &q.Before
 	}
+	if !q.Since.IsZero() {
+		since = &q.Since
+	}
 	bt := newBatch(q.Tenant)
 	bt.Queue(`SELECT `+episodeColumns+` FROM episodes WHERE tenant_id = $1 AND ($3 = '' OR session = $3)
-		AND ($4::timestamptz IS NULL OR occurred_at < $4) ORDER BY `+order+` LIMIT $2`, q.Tenant, q.Limit, q.Session, before)
+		AND ($4::timestamptz IS NULL OR occurred_at < $4) AND ($5::timestamptz IS NULL OR occurred_at >= $5)
+		ORDER BY `+order+` LIMIT $2`, q.Tenant, q.Limit, q.Session, before, since)
 	br := s.pool.SendBatch(ctx, bt)
 	defer br.Close()
 	if err := skipScope(br); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -83,4 +84,80 @@ func parseExtraction(body string) (sgam.Extraction, error) {
 		return x, &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("a stored extraction record does not parse: %v", err), Err: err}
 	}
 	return x, nil
+}
+
+// Extracted implements engine.Tx.
+func (t *tx) Extracted(tenant, id string) (bool, error) {
+	var one int
+	err := t.queryRow(`SELECT 1 FROM extractions WHERE tenant_id = $1 AND episode_id = $2 AND status <> $3 LIMIT 1`, tenant, id, sgam.ExtractionFailed).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// QueueExtraction implements engine.Tx.
+func (t *tx) QueueExtraction(tenant string, ids []string, again bool, at int64) error {
+	_, err := t.exec("queue extraction", `INSERT INTO extract_queue (tenant_id, episode_id, again, queued_at) SELECT $1, id, $3, $4 FROM unnest($2::text[]) AS id
+		ON CONFLICT (tenant_id, episode_id) DO UPDATE SET again = extract_queue.again OR excluded.again, queued_at = excluded.queued_at`,
+		tenant, ids, again, sgam.FromMicros(at))
+	return err
+}
+
+// Dequeue implements engine.Tx.
+func (t *tx) Dequeue(q []sgam.QueuedExtraction) error {
+	tenants, ids, ats := make([]string, len(q)), make([]string, len(q)), make([]time.Time, len(q))
+	for i, e := range q {
+		tenants[i], ids[i], ats[i] = e.Tenant, e.EpisodeID, e.QueuedAt
+	}
+	_, err := t.exec("dequeue extraction", `DELETE FROM extract_queue q USING unnest($1::text[], $2::text[], $3::timestamptz[]) AS d(tenant_id, episode_id, queued_at)
+		WHERE q.tenant_id = d.tenant_id AND q.episode_id = d.episode_id AND q.queued_at = d.queued_at`, tenants, ids, ats)
+	return err
+}
+
+// SetBudget implements engine.Tx.
+func (t *tx) SetBudget(tenant string, tokensPerDay int) error {
+	if tokensPerDay == 0 {
+		_, err := t.exec("set budget", `DELETE FROM budgets WHERE tenant_id = $1`, tenant)
+		return err
+	}
+	_, err := t.exec("set budget", `INSERT INTO budgets (tenant_id, tokens_per_day) VALUES ($1, $2)
+		ON CONFLICT (tenant_id) DO UPDATE SET tokens_per_day = excluded.tokens_per_day`, tenant, tokensPerDay)
+	return err
+}
+
+// QueuedExtractions implements engine.Reader.
+func (s *db) QueuedExtractions(ctx context.Context, limit int) ([]sgam.QueuedExtraction, error) {
+	var out []sgam.QueuedExtraction
+	err := s.read(ctx, "", "list queued extractions", func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT tenant_id, episode_id, again, queued_at FROM extract_queue ORDER BY queued_at, tenant_id, episode_id LIMIT $1`, limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sgam.QueuedExtraction, error) {
+			var q sgam.QueuedExtraction
+			err := r.Scan(&q.Tenant, &q.EpisodeID, &q.Again, &q.QueuedAt)
+			q.QueuedAt = q.QueuedAt.UTC()
+			return q, err
+		})
+		return err
+	})
+	if out == nil {
+		out = []sgam.QueuedExtraction{}
+	}
+	return out, err
+}
+
+// TokensPerDay implements engine.Reader.
+func (s *db) TokensPerDay(ctx context.Context, tenant string) (int, error) {
+	var n int64
+	err := s.read(ctx, tenant, "read budget", func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT tokens_per_day FROM budgets WHERE tenant_id = $1`, tenant).Scan(&n)
+		if errors.Is(err, pgx.ErrNoRows) {
+			n = 0
+			return nil
+		}
+		return err
+	})
+	return int(n), err
 }

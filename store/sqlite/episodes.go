@@ -106,7 +106,10 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 	if !q.Before.IsZero() {
 		where += ` AND occurred_at < ?4`
 	}
-	args := []any{q.Tenant, q.Limit, q.Session, sgam.Micros(q.Before)}
+	if !q.Since.IsZero() {
+		where += ` AND occurred_at >= ?5`
+	}
+	args := []any{q.Tenant, q.Limit, q.Session, sgam.Micros(q.Before), sgam.Micros(q.Since)}
 	order := `occurred_at, episode_id`
 	if q.Latest {
 		order = `occurred_at DESC, episode_id DESC`

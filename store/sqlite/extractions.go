@@ -71,3 +71,74 @@ func scanExtraction(sc scanner) (sgam.Extraction, error) {
 	}
 	return x, nil
 }
+
+// Extracted implements engine.Tx.
+func (t *tx) Extracted(tenant, id string) (bool, error) {
+	var one int
+	err := t.s.w.QueryRowContext(t.ctx, `SELECT 1 FROM extractions WHERE tenant = ? AND episode_id = ? AND status <> ? LIMIT 1`,
+		tenant, id, sgam.ExtractionFailed).Scan(&one)
+	_, ok, err := found(one, err, "read extractions")
+	return ok, err
+}
+
+// QueueExtraction implements engine.Tx.
+func (t *tx) QueueExtraction(tenant string, ids []string, again bool, at int64) error {
+	for _, id := range ids {
+		if _, err := t.exec("queue extraction", `INSERT INTO extract_queue (tenant, episode_id, again, queued_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (tenant, episode_id) DO UPDATE SET again = max(again, excluded.again), queued_at = excluded.queued_at`,
+			tenant, id, again, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Dequeue implements engine.Tx.
+func (t *tx) Dequeue(q []sgam.QueuedExtraction) error {
+	for _, e := range q {
+		if _, err := t.exec("dequeue extraction", `DELETE FROM extract_queue WHERE tenant = ? AND episode_id = ? AND queued_at = ?`,
+			e.Tenant, e.EpisodeID, sgam.Micros(e.QueuedAt)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetBudget implements engine.Tx.
+func (t *tx) SetBudget(tenant string, tokensPerDay int) error {
+	if tokensPerDay == 0 {
+		_, err := t.exec("set budget", `DELETE FROM budgets WHERE tenant = ?`, tenant)
+		return err
+	}
+	_, err := t.exec("set budget", `INSERT INTO budgets (tenant, tokens_per_day) VALUES (?, ?)
+		ON CONFLICT (tenant) DO UPDATE SET tokens_per_day = excluded.tokens_per_day`, tenant, tokensPerDay)
+	return err
+}
+
+// QueuedExtractions implements engine.Reader.
+func (s *db) QueuedExtractions(ctx context.Context, limit int) ([]sgam.QueuedExtraction, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT tenant, episode_id, again, queued_at FROM extract_queue ORDER BY queued_at, tenant, episode_id LIMIT ?`, limit)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("list queued extractions: %w", err))
+	}
+	defer rows.Close()
+	out := []sgam.QueuedExtraction{}
+	for rows.Next() {
+		var q sgam.QueuedExtraction
+		var at int64
+		if err := rows.Scan(&q.Tenant, &q.EpisodeID, &q.Again, &at); err != nil {
+			return nil, mapErr(fmt.Errorf("list queued extractions: %w", err))
+		}
+		q.QueuedAt = sgam.FromMicros(at)
+		out = append(out, q)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// TokensPerDay implements engine.Reader.
+func (s *db) TokensPerDay(ctx context.Context, tenant string) (int, error) {
+	var n int
+	err := s.rdb.QueryRowContext(ctx, `SELECT tokens_per_day FROM budgets WHERE tenant = ?`, tenant).Scan(&n)
+	n, _, err = found(n, err, "read budget")
+	return n, mapErr(err)
+}

@@ -196,3 +196,89 @@ func episodeIDs(es []sgam.Episode) []string {
 	}
 	return out
 }
+
+// runExtractionQueue: capture and the queue entry commit together; entries
+// are listed store-wide, dequeued only as listed, and go with their
+// episode; budgets are per tenant.
+func runExtractionQueue(t *testing.T, newStore Factory) {
+	b := setup(t, newStore)
+	b.tick("2026-06-01T09:00:00Z")
+	add := func(tenant, id, content string) bool {
+		t.Helper()
+		_, queued, err := b.store.AddEpisodeToExtract(b.ctx, sgam.Episode{Tenant: tenant, ID: id, Content: content, OccurredAt: b.at("2026-06-01T08:00:00Z")})
+		require.NoError(t, err)
+		return queued
+	}
+	queued := func() []string {
+		t.Helper()
+		q, err := b.store.QueuedExtractions(b.ctx, 100)
+		require.NoError(t, err)
+		var out []string
+		for _, e := range q {
+			out = append(out, fmt.Sprintf("%s/%s again=%v", e.Tenant, e.EpisodeID, e.Again))
+		}
+		return out
+	}
+	require.True(t, add(tenantA, "e1", "one"))
+	b.tick("2026-06-01T09:00:01Z")
+	require.True(t, add(tenantB, "e1", "one"))
+	require.True(t, add(tenantA, "e1", "one"), "a repeat of an episode never extracted is queued (again)")
+	require.Equal(t, []string{"acme/e1 again=false", "globex/e1 again=false"}, queued(), "one entry per episode, oldest first")
+	_, _, err := b.store.AddEpisodeToExtract(b.ctx, sgam.Episode{Tenant: tenantA, ID: "e1", Content: "other"})
+	requireCode(t, err, sgam.Conflict, "episode_id")
+
+	// Dequeue removes what was listed; an entry queued again since stays.
+	list, err := b.store.QueuedExtractions(b.ctx, 100)
+	require.NoError(t, err)
+	b.tick("2026-06-01T09:00:02Z")
+	require.NoError(t, b.store.QueueExtraction(b.ctx, tenantA, []string{"e1"}, true))
+	require.NoError(t, b.store.DequeueExtractions(b.ctx, list))
+	require.Equal(t, []string{"acme/e1 again=true"}, queued())
+	q, err := b.store.QueuedExtractions(b.ctx, 100)
+	require.NoError(t, err)
+	require.NoError(t, b.store.DequeueExtractions(b.ctx, q))
+	require.Empty(t, queued())
+
+	// Once extracted, a repeat is not queued; asking again is.
+	_, err = b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: sgam.Extraction{Tenant: tenantA, EpisodeID: "e1", PromptDigest: "p", TokensIn: 700}})
+	require.NoError(t, err)
+	require.False(t, add(tenantA, "e1", "one"))
+	require.Empty(t, queued())
+	err = b.store.QueueExtraction(b.ctx, tenantA, []string{"e1", "nope"}, true)
+	requireCode(t, err, sgam.NotFound, "episode_id")
+	require.Empty(t, queued(), "nothing queued when one id is unknown")
+	err = b.store.QueueExtraction(b.ctx, tenantA, []string{""}, true)
+	requireCode(t, err, sgam.Invalid, "episode_ids[0]")
+	_, err = b.store.QueuedExtractions(b.ctx, 0)
+	requireCode(t, err, sgam.Invalid, "limit")
+
+	// Entries go with their episode.
+	require.True(t, add(tenantA, "e2", "two"))
+	_, err = b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantA, Episode: "e2"})
+	require.NoError(t, err)
+	require.Empty(t, queued())
+
+	// Budgets: per tenant, spent since the last UTC midnight.
+	bud, err := b.store.Budget(b.ctx, tenantA)
+	require.NoError(t, err)
+	require.Equal(t, sgam.Budget{Tenant: tenantA, SpentToday: 700, ResetsAt: b.at("2026-06-02T00:00:00Z")}, bud)
+	require.False(t, bud.Exhausted())
+	require.NoError(t, b.store.SetBudget(b.ctx, tenantA, 500))
+	bud, err = b.store.Budget(b.ctx, tenantA)
+	require.NoError(t, err)
+	require.Equal(t, 500, bud.TokensPerDay)
+	require.True(t, bud.Exhausted())
+	other, err := b.store.Budget(b.ctx, tenantB)
+	require.NoError(t, err)
+	require.Equal(t, sgam.Budget{Tenant: tenantB, ResetsAt: b.at("2026-06-02T00:00:00Z")}, other)
+	b.tick("2026-06-02T00:00:00Z")
+	bud, err = b.store.Budget(b.ctx, tenantA)
+	require.NoError(t, err)
+	require.Zero(t, bud.SpentToday, "a new day")
+	require.NoError(t, b.store.SetBudget(b.ctx, tenantA, 0))
+	bud, err = b.store.Budget(b.ctx, tenantA)
+	require.NoError(t, err)
+	require.Zero(t, bud.TokensPerDay)
+	requireCode(t, b.store.SetBudget(b.ctx, tenantA, -1), sgam.Invalid, "tokens_per_day")
+	b.requireClean()
+}

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("ExpireMeetsApply", func(t *testing.T) { runExpireMeetsApply(t, newStore) })
 	t.Run("Extractions", func(t *testing.T) { runExtractions(t, newStore) })
 	t.Run("ExtractionInputs", func(t *testing.T) { runExtractionInputs(t, newStore) })
+	t.Run("ExtractionQueue", func(t *testing.T) { runExtractionQueue(t, newStore) })
 	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
 	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
 	t.Run("APIKeys", func(t *testing.T) { runKeys(t, newStore) })

@@ -67,6 +67,11 @@ type Reader interface {
 	// TokensSpent sums tokens in and out of a tenant's records recorded
 	// at or after since.
 	TokensSpent(ctx context.Context, tenant string, since int64) (int, error)
+	// QueuedExtractions lists up to limit queued episodes of every
+	// tenant, oldest first.
+	QueuedExtractions(ctx context.Context, limit int) ([]sgam.QueuedExtraction, error)
+	// TokensPerDay is a tenant's budget, 0 when none is set.
+	TokensPerDay(ctx context.Context, tenant string) (int, error)
 
 	// SchemaHead returns the schema in force for tenant, "" for the
 	// store default's head.
@@ -141,6 +146,17 @@ type EpisodeTx interface {
 	// InsertExtraction stores an extraction record of an existing
 	// episode; it goes when the episode goes.
 	InsertExtraction(x sgam.Extraction) error
+	// Extracted reports whether an episode has a usable (not failed)
+	// extraction record.
+	Extracted(tenant, id string) (bool, error)
+	// QueueExtraction queues existing episodes at instant at (again or'ed
+	// into an entry already queued); the entries go when the episodes go.
+	QueueExtraction(tenant string, ids []string, again bool, at int64) error
+	// Dequeue deletes queue entries that are still as given (same
+	// queued_at).
+	Dequeue(q []sgam.QueuedExtraction) error
+	// SetBudget sets a tenant's tokens per day (0: none).
+	SetBudget(tenant string, tokensPerDay int) error
 }
 
 // SchemaTx reads and stores schema versions.

@@ -11,14 +11,27 @@ import (
 // AddEpisode implements sgam.Episodes.
 func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (out sgam.Episode, err error) {
 	defer s.track("AddEpisode", s.start(), &err)
+	out, _, err = s.addEpisode(ctx, e, false)
+	return out, err
+}
+
+// AddEpisodeToExtract implements sgam.ExtractionQueue.
+func (s *Store) AddEpisodeToExtract(ctx context.Context, e sgam.Episode) (out sgam.Episode, queued bool, err error) {
+	defer s.track("AddEpisodeToExtract", s.start(), &err)
+	return s.addEpisode(ctx, e, true)
+}
+
+// addEpisode captures e and, when extract is set, queues it for
+// extraction in the same transaction.
+func (s *Store) addEpisode(ctx context.Context, e sgam.Episode, extract bool) (out sgam.Episode, queued bool, err error) {
 	explicitTime := !e.OccurredAt.IsZero()
 	if e, err = s.limits.CheckNewEpisode(e, s.now()); err != nil {
-		return e, err
+		return e, false, err
 	}
 	var tenants []string // whose schema the write needs: a retention class must be declared
 	if e.Retention != "" {
 		if err := sgam.CheckRetentionClass("retention", e.Retention); err != nil {
-			return e, err
+			return e, false, err
 		}
 		tenants = []string{e.Tenant}
 	}
@@ -26,6 +39,32 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (out sgam.Episod
 		e.ID = ledger.NewEpisodeID()
 	}
 	err = s.inWrite(ctx, e.Tenant, tenants, func(tx Tx, govs ledger.Govs) error {
+		queued = false
+		fresh, err := s.storeEpisode(tx, govs, e, explicitTime, &out)
+		if err != nil || !extract {
+			return err
+		}
+		if !fresh {
+			// A repeat: queued again only if it was never extracted.
+			done, err := tx.Extracted(out.Tenant, out.ID)
+			if err != nil || done {
+				return err
+			}
+		}
+		now, err := tx.Instant(0)
+		if err != nil {
+			return err
+		}
+		queued = true
+		return tx.QueueExtraction(out.Tenant, []string{out.ID}, false, now)
+	})
+	return out, queued, err
+}
+
+// storeEpisode stores e in tx: new, filling in a placeholder, or a repeat
+// of a stored episode (fresh false), which out is set to.
+func (s *Store) storeEpisode(tx Tx, govs ledger.Govs, e sgam.Episode, explicitTime bool, out *sgam.Episode) (fresh bool, err error) {
+	err = func() error {
 		in := e
 		if in.Retention != "" {
 			if err := tx.CheckHeads(govs.Heads()); err != nil {
@@ -47,7 +86,7 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (out sgam.Episod
 				if !ledger.SameEpisode(have, in, explicitTime) {
 					return sgam.Errorf(sgam.Conflict, "idempotency_key", "episode %s was already captured under idempotency key %q with different content", have.ID, in.IdempotencyKey)
 				}
-				out = have
+				*out = have
 				return nil
 			}
 			if in.ID == "" {
@@ -64,21 +103,21 @@ func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (out sgam.Episod
 				return err
 			}
 			in.RecordedAt = sgam.FromMicros(now)
-			out = in
+			*out, fresh = in, true
 			return tx.InsertEpisode(in)
 		case ledger.IsPlaceholder(have):
 			// A write named this episode before it was captured: fill it in,
 			// keeping when the store first heard of it.
 			in.RecordedAt = have.RecordedAt
-			out = in
+			*out, fresh = in, true
 			return tx.FillPlaceholder(in)
 		case ledger.SameEpisode(have, in, explicitTime):
-			out = have
+			*out = have
 			return nil
 		}
 		return sgam.Errorf(sgam.Conflict, "episode_id", "episode %s already exists with different content", in.ID)
-	})
-	return out, err
+	}()
+	return fresh, err
 }
 
 // Episode implements sgam.Episodes.

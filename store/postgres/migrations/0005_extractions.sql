@@ -27,3 +27,32 @@ CREATE POLICY tenant_isolation ON extractions
 -- An episode's subjects: the ids a caller says it is about, shown to the
 -- extraction model with their stored values.
 ALTER TABLE episodes ADD COLUMN subjects text[];
+
+-- The extraction queue: episodes to extract, recorded in the transaction
+-- that captured them, until a dispatcher hands them to the workers (an
+-- outbox: no crash loses one). Entries go with their episode.
+CREATE TABLE extract_queue (
+    tenant_id  text        NOT NULL,
+    episode_id text        NOT NULL,
+    again      boolean     NOT NULL, -- extract even if extracted already
+    queued_at  timestamptz NOT NULL,
+    PRIMARY KEY (tenant_id, episode_id),
+    FOREIGN KEY (tenant_id, episode_id) REFERENCES episodes (tenant_id, episode_id) ON DELETE CASCADE
+);
+CREATE INDEX extract_queue_order ON extract_queue (queued_at);
+ALTER TABLE extract_queue ENABLE ROW LEVEL SECURITY;
+ALTER TABLE extract_queue FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON extract_queue
+    USING (tenant_id = current_setting('sgam.tenant', true) OR current_setting('sgam.scope', true) = 'all')
+    WITH CHECK (tenant_id = current_setting('sgam.tenant', true) OR current_setting('sgam.scope', true) = 'all');
+
+-- Token budgets of extraction, per tenant, set by the operator.
+CREATE TABLE budgets (
+    tenant_id      text   PRIMARY KEY,
+    tokens_per_day bigint NOT NULL
+);
+ALTER TABLE budgets ENABLE ROW LEVEL SECURITY;
+ALTER TABLE budgets FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON budgets
+    USING (tenant_id = current_setting('sgam.tenant', true) OR current_setting('sgam.scope', true) = 'all')
+    WITH CHECK (tenant_id = current_setting('sgam.tenant', true) OR current_setting('sgam.scope', true) = 'all');

@@ -22,3 +22,22 @@ CREATE INDEX extractions_spent ON extractions (tenant, recorded_at);
 -- An episode's subjects: the ids a caller says it is about (a JSON array),
 -- shown to the extraction model with their stored values.
 ALTER TABLE episodes ADD COLUMN subjects TEXT;
+
+-- The extraction queue: episodes to extract, recorded in the transaction
+-- that captured them, until a dispatcher hands them to the workers (an
+-- outbox: no crash loses one). Entries go with their episode.
+CREATE TABLE extract_queue (
+    tenant     TEXT    NOT NULL,
+    episode_id TEXT    NOT NULL,
+    again      INTEGER NOT NULL, -- 1: extract even if extracted already
+    queued_at  INTEGER NOT NULL,
+    PRIMARY KEY (tenant, episode_id),
+    FOREIGN KEY (tenant, episode_id) REFERENCES episodes (tenant, episode_id) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX extract_queue_order ON extract_queue (queued_at);
+
+-- Token budgets of extraction, per tenant, set by the operator.
+CREATE TABLE budgets (
+    tenant         TEXT    PRIMARY KEY,
+    tokens_per_day INTEGER NOT NULL
+) WITHOUT ROWID;

@@ -1,0 +1,482 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/llm"
+	"github.com/sgam-dev/sgam/queue"
+)
+
+// llmFlags are the model flags of a command that extracts. The API key
+// comes only from the environment or a file, never from a flag.
+type llmFlags struct{ baseURL, model, mode string }
+
+func (f *llmFlags) add(c *cobra.Command) {
+	fs := c.Flags()
+	fs.StringVar(&f.baseURL, "llm-base-url", "", "the model server's OpenAI-compatible API root, with its /v1 ($"+llm.EnvBaseURL+")")
+	fs.StringVar(&f.model, "llm-model", "", "the model's name ($"+llm.EnvModel+")")
+	fs.StringVar(&f.mode, "llm-mode", "", "how to ask for JSON: json_schema (default), json_object or tools ($"+llm.EnvMode+")")
+}
+
+// modelHelp is how to configure a model, for errors and help texts.
+const modelHelp = `set SGAM_LLM_BASE_URL and SGAM_LLM_MODEL (or --llm-base-url and --llm-model), and SGAM_LLM_API_KEY or SGAM_LLM_API_KEY_FILE if the server needs a key; docs/extraction.md has working settings for OpenAI, vLLM, llama.cpp, Ollama and LM Studio`
+
+// get returns the configured model, or nil when none is configured.
+func (f *llmFlags) get() (llm.Model, error) {
+	cfg, ok, err := llm.FromEnv(os.Getenv)
+	if err != nil {
+		return nil, sgam.Errorf(sgam.Invalid, "SGAM_LLM", "%v", err)
+	}
+	if f.baseURL != "" {
+		cfg.BaseURL, ok = f.baseURL, true
+	}
+	if f.model != "" {
+		cfg.Model, ok = f.model, true
+	}
+	if f.mode != "" {
+		if cfg.Mode, err = llm.ParseMode(f.mode); err != nil {
+			return nil, sgam.Errorf(sgam.Invalid, "--llm-mode", "%v", err)
+		}
+	}
+	if !ok {
+		return nil, nil
+	}
+	m, err := llm.New(cfg)
+	if err != nil {
+		return nil, sgam.Errorf(sgam.Invalid, "--llm-base-url", "%v", err)
+	}
+	return m, nil
+}
+
+// need returns the configured model, or an error that says how to
+// configure one.
+func (f *llmFlags) need() (llm.Model, error) {
+	m, err := f.get()
+	if err == nil && m == nil {
+		err = sgam.Errorf(sgam.Invalid, "--llm-base-url", "no model is configured: %s", modelHelp)
+	}
+	return m, err
+}
+
+// queueFlags configure the queue of a command that runs workers.
+type queueFlags struct {
+	workers       int
+	grace         time.Duration
+	rescueAfter   time.Duration
+	budgetRecheck time.Duration
+	maxAttempts   int
+}
+
+func (f *queueFlags) add(c *cobra.Command, workers int) {
+	fs := c.Flags()
+	fs.IntVar(&f.workers, "workers", workers, "extractions run at once by this process (0: none)")
+	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on shutdown, how long in-flight extractions may take to finish before they are released")
+	fs.DurationVar(&f.rescueAfter, "rescue-after", 15*time.Minute, "a job running this long is taken for one whose worker died, and run again (more than a job's 10m timeout)")
+	fs.DurationVar(&f.budgetRecheck, "budget-recheck", time.Minute, "how long a job of a tenant whose token budget is spent waits before it looks again")
+	fs.IntVar(&f.maxAttempts, "max-attempts", 6, "attempts of a job before it fails for good")
+}
+
+func (f *queueFlags) check() error {
+	switch {
+	case f.workers < 0 || f.workers > 1024:
+		return sgam.Errorf(sgam.Invalid, "--workers", "must be between 0 and 1024, not %d", f.workers)
+	case f.rescueAfter < time.Second:
+		return sgam.Errorf(sgam.Invalid, "--rescue-after", "must be at least 1s")
+	case f.budgetRecheck < 10*time.Millisecond:
+		return sgam.Errorf(sgam.Invalid, "--budget-recheck", "must be at least 10ms")
+	case f.maxAttempts < 1 || f.maxAttempts > 100:
+		return sgam.Errorf(sgam.Invalid, "--max-attempts", "must be between 1 and 100, not %d", f.maxAttempts)
+	}
+	return nil
+}
+
+// openQueue opens the queue of --db over s with the model m (may be nil).
+func (a *app) openQueue(s sgam.Store, m llm.Model, qf queueFlags) (*queue.Queue, error) {
+	cfg := queue.Config{Workers: qf.workers, PollInterval: 200 * time.Millisecond, RescueAfter: qf.rescueAfter,
+		BudgetRecheck: qf.budgetRecheck, MaxAttempts: qf.maxAttempts}
+	if qf.rescueAfter < 10*time.Minute {
+		// A short rescue (tests, fast local models) bounds a job by it.
+		cfg.JobTimeout = qf.rescueAfter / 2
+	}
+	return queue.Open(a.ctx, a.db, s, extract.New(s, m), cfg)
+}
+
+// stopQueue stops q, giving in-flight extractions grace to finish.
+func stopQueue(q *queue.Queue, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	return q.Stop(ctx)
+}
+
+func (a *app) workerCommand() *cobra.Command {
+	var lf llmFlags
+	var qf queueFlags
+	c := &cobra.Command{
+		Use:   "worker",
+		Short: "Run extraction jobs from the queue until stopped",
+		Long: `Run extraction jobs from the durable queue until interrupted (SIGINT or
+SIGTERM). Several workers, and the workers of 'sgam serve', may run on one
+database: on PostgreSQL from any machine, on SQLite from processes on the
+file's machine. A job whose worker died is taken up again by another after
+River's rescue delay. On shutdown, extractions in flight get --grace to
+finish; the rest are released for another worker, losing no attempt.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := qf.check(); err != nil {
+				return err
+			}
+			if qf.workers == 0 {
+				return sgam.Errorf(sgam.Invalid, "--workers", "must be at least 1 for a worker")
+			}
+			m, err := lf.need()
+			if err != nil {
+				return err
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			q, err := a.openQueue(s, m, qf)
+			if err != nil {
+				return err
+			}
+			if err := q.Start(a.ctx); err != nil {
+				q.Stop(context.Background())
+				return err
+			}
+			fmt.Fprintf(a.stderr, "sgam worker: %d workers on %s, model %s (%s)\n", qf.workers, redactDSN(a.db), m.Name(), m.Mode())
+			<-a.ctx.Done()
+			fmt.Fprintln(a.stderr, "sgam worker: stopping")
+			return stopQueue(q, qf.grace)
+		},
+	}
+	lf.add(c)
+	qf.add(c, 4)
+	return c
+}
+
+// redactDSN hides a password in a database URL.
+func redactDSN(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		if at := strings.LastIndex(dsn, "@"); at > i {
+			if colon := strings.Index(dsn[i+3:at], ":"); colon >= 0 {
+				return dsn[:i+3+colon] + ":***" + dsn[at:]
+			}
+		}
+	}
+	return dsn
+}
+
+func (a *app) rememberCommand() *cobra.Command {
+	var lf llmFlags
+	var e sgam.Episode
+	c := &cobra.Command{
+		Use:   `remember "TEXT"`,
+		Short: "Capture what was said and extract it now: the immediate path",
+		Long: `Capture TEXT as an episode of --tenant and extract it at once, in this
+process: one model call proposes updates, the schema and the ledger decide
+what is stored. Prints the facts written and the candidates rejected, with
+their reasons. For what the next turn of an agent depends on; ordinary turns
+go through 'sgam ingest' and the background workers.`,
+		Example: `  sgam remember "Mira: my passport renewal deadline is July 15." --subject mira`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"content": "TEXT", "session": "--session", "kind": "--kind", "episode_id": "--id"})
+			m, err := lf.need()
+			if err != nil {
+				return err
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			e.Tenant, e.Content = a.tenant, args[0]
+			stored, err := s.AddEpisode(a.ctx, e)
+			if err != nil {
+				return err
+			}
+			res, err := extract.New(s, m).Extract(a.ctx, a.tenant, stored.ID, extract.Options{})
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res.Record)
+			}
+			a.printExtraction(res.Record, res.Skipped)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringSliceVar(&e.Subjects, "subject", nil, "a subject the text is about (repeatable): its stored values are shown to the model")
+	f.StringVar(&e.Session, "session", "", "session or conversation id")
+	f.StringVar(&e.Kind, "kind", sgam.KindMessage, "kind of the episode")
+	f.StringVar(&e.ID, "id", "", "episode id (default: generated)")
+	lf.add(c)
+	return c
+}
+
+// printExtraction prints what an extraction wrote and rejected.
+func (a *app) printExtraction(r sgam.Extraction, skipped bool) {
+	w := a.stdout
+	if skipped {
+		fmt.Fprintf(w, "episode %s was extracted already (%s); nothing was asked\n", r.EpisodeID, r.ID)
+	}
+	cost := fmt.Sprintf("%d model calls, %d+%d tokens", r.Calls, r.TokensIn, r.TokensOut)
+	if r.Cached {
+		cost = "answered from " + r.CachedFrom + ", no tokens"
+	}
+	fmt.Fprintf(w, "episode %s: %s (%s)\n", r.EpisodeID, r.Status, cost)
+	for _, c := range r.Accepted {
+		what := string(c.Value)
+		if c.Change == extract.ChangeRetract {
+			what = "retracted"
+		}
+		ref := ""
+		switch {
+		case c.FactID != 0:
+			ref = fmt.Sprintf(" (fact %d)", c.FactID)
+		case c.PendingID != "":
+			ref = " (pending " + c.PendingID + ")"
+		}
+		fmt.Fprintf(w, "  %-9s %s.%s = %s from %s%s\n", c.Outcome, c.Subject, c.Attribute, what, fmtTime(c.ValidFrom), ref)
+	}
+	for _, rj := range r.Rejected {
+		field := ""
+		if rj.Field != "" {
+			field = " " + rj.Field + ":"
+		}
+		fmt.Fprintf(w, "  rejected  updates[%d] %s:%s %s\n", rj.Index, rj.Reason, field, rj.Message)
+	}
+	if r.Unchanged > 0 {
+		fmt.Fprintf(w, "  %d updates the model marked no_change\n", r.Unchanged)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "  warning   %s\n", warn)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "  error     %s\n", r.Error)
+	}
+}
+
+func (a *app) extractCommand() *cobra.Command {
+	var lf llmFlags
+	var episode string
+	var dryRun, again bool
+	c := &cobra.Command{
+		Use:   "extract --episode ID [--dry-run]",
+		Short: "Extract one episode now, or show its prompt and candidates (--dry-run)",
+		Long: `Extract one captured episode in this process. --dry-run prints the prompt the
+model gets, asks the model (if one is configured) and prints the candidates
+it proposes with what validation makes of them: nothing is written, not even
+a record. An episode extracted already from the same content is not asked
+again unless --again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"episode_id": "--episode"})
+			if episode == "" {
+				return sgam.Errorf(sgam.Invalid, "--episode", "is required")
+			}
+			var m llm.Model
+			var err error
+			if dryRun {
+				m, err = lf.get()
+			} else {
+				m, err = lf.need()
+			}
+			if err != nil {
+				return err
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			res, err := extract.New(s, m).Extract(a.ctx, a.tenant, episode, extract.Options{DryRun: dryRun, Again: again})
+			if err != nil && !(dryRun && res.Prompt.User != "") {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"prompt": res.Prompt.Text(), "schema": res.Prompt.Schema, "record": res.Record, "error": errText(err)})
+			}
+			if dryRun {
+				fmt.Fprintf(a.stdout, "%s\n\n", res.Prompt.Text())
+				if m == nil {
+					fmt.Fprintf(a.stdout, "(no model is configured, so nothing was asked: %s)\n", modelHelp)
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(a.stdout, "--- the model's answer, validated (nothing written):")
+			}
+			a.printExtraction(res.Record, res.Skipped)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&episode, "episode", "", "the episode to extract")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the prompt and the candidates; write nothing")
+	c.Flags().BoolVar(&again, "again", false, "extract an episode extracted already")
+	lf.add(c)
+	return c
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (a *app) budgetCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "budget",
+		Short: "Set and show a tenant's token budget for extraction",
+		Long: `Each tenant may have a budget of model tokens per UTC day for extraction,
+set by the operator. When it is spent, the tenant's extraction jobs wait
+(nothing is lost) until the next day, or until the budget is raised.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	var n int
+	set := &cobra.Command{
+		Use:   "set --tokens-per-day N",
+		Short: "Set --tenant's tokens per day (0: no limit)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"tokens_per_day": "--tokens-per-day"})
+			if !cmd.Flags().Changed("tokens-per-day") {
+				return sgam.Errorf(sgam.Invalid, "--tokens-per-day", "is required (0 for no limit)")
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.SetBudget(a.ctx, a.tenant, n); err != nil {
+				return err
+			}
+			return a.showBudget(s)
+		},
+	}
+	set.Flags().IntVar(&n, "tokens-per-day", 0, "model tokens (prompt and answer) per UTC day; 0: no limit")
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Show --tenant's budget and what it spent today",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			return a.showBudget(s)
+		},
+	}
+	c.AddCommand(set, show)
+	return c
+}
+
+func (a *app) showBudget(s sgam.Store) error {
+	b, err := s.Budget(a.ctx, a.tenant)
+	if err != nil {
+		return err
+	}
+	if a.jsonOut {
+		return a.printJSON(b)
+	}
+	limit := "no limit"
+	if b.TokensPerDay > 0 {
+		limit = fmt.Sprintf("%d tokens per day", b.TokensPerDay)
+	}
+	fmt.Fprintf(a.stdout, "tenant %s: %s; spent today %d; resets at %s\n", b.Tenant, limit, b.SpentToday, fmtTime(b.ResetsAt))
+	if b.Exhausted() {
+		fmt.Fprintln(a.stdout, "the budget is spent: extraction jobs wait until it resets or is raised")
+	}
+	return nil
+}
+
+// summary sums the ending records of a set of extractions.
+type summary struct {
+	Episodes int            `json:"episodes"`
+	Ended    int            `json:"ended"`
+	Failed   int            `json:"failed"`
+	Facts    int            `json:"facts_written"`
+	Pending  int            `json:"pending"`
+	Rejected map[string]int `json:"rejected"`
+	Calls    int            `json:"model_calls"`
+	Tokens   int            `json:"tokens"`
+}
+
+func summarize(ended map[queue.Ref]*sgam.Extraction, total int) summary {
+	s := summary{Episodes: total, Rejected: map[string]int{}}
+	for _, r := range ended {
+		s.Ended++
+		if r == nil {
+			continue
+		}
+		if r.Status == sgam.ExtractionFailed {
+			s.Failed++
+		}
+		for _, c := range r.Accepted {
+			if c.Outcome == sgam.OutcomeWritten {
+				s.Facts++
+			}
+			if c.Outcome == sgam.OutcomePending {
+				s.Pending++
+			}
+		}
+		for _, rj := range r.Rejected {
+			s.Rejected[rj.Reason]++
+		}
+		s.Calls += r.Calls
+		s.Tokens += r.TokensIn + r.TokensOut
+	}
+	return s
+}
+
+func (s summary) print(a *app) {
+	fmt.Fprintf(a.stdout, "extracted %d of %d episodes: %d facts written, %d pending review, %d failed; %d model calls, %d tokens\n",
+		s.Ended-s.Failed, s.Episodes, s.Facts, s.Pending, s.Failed, s.Calls, s.Tokens)
+	reasons := make([]string, 0, len(s.Rejected))
+	for r := range s.Rejected {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(a.stdout, "  rejected %-18s %d\n", r, s.Rejected[r])
+	}
+}
+
+// runAndWait works the queue in this process with workers until every
+// episode of refs has ended since an instant, showing progress, and
+// returns the summary.
+func (a *app) runAndWait(s sgam.Store, m llm.Model, qf queueFlags, refs []queue.Ref, since time.Time) (summary, error) {
+	q, err := a.openQueue(s, m, qf)
+	if err != nil {
+		return summary{}, err
+	}
+	if err := q.Start(a.ctx); err != nil {
+		q.Stop(context.Background())
+		return summary{}, err
+	}
+	p := &phases{a: a, prefix: "extract"}
+	ended, werr := queue.Wait(a.ctx, s, refs, since, 200*time.Millisecond, func(pr queue.Progress) {
+		p.update("extracting", pr.Ended, pr.Total)
+	})
+	p.finish()
+	if err := stopQueue(q, qf.grace); err != nil && werr == nil {
+		werr = err
+	}
+	return summarize(ended, len(refs)), werr
+}

@@ -1,0 +1,417 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/llm"
+	"github.com/sgam-dev/sgam/queue"
+)
+
+// ingestLine is one line of an ingest file.
+type ingestLine struct {
+	Tenant         string          `json:"tenant"`
+	EpisodeID      string          `json:"episode_id"`
+	Session        string          `json:"session"`
+	Kind           string          `json:"kind"`
+	Content        string          `json:"content"`
+	OccurredAt     string          `json:"occurred_at"`
+	Subjects       []string        `json:"subjects"`
+	Metadata       json.RawMessage `json:"metadata"`
+	Retention      string          `json:"retention"`
+	IdempotencyKey string          `json:"idempotency_key"`
+}
+
+// maxIngestLine bounds one line of an ingest file: an episode's content
+// and metadata with room for the rest.
+const maxIngestLine = sgam.DefaultMaxContentBytes + sgam.DefaultMaxMetadataBytes + 64<<10
+
+// parseIngestLine checks and decodes one line, naming the field at fault.
+func parseIngestLine(raw []byte, tenant string) (sgam.Episode, error) {
+	if err := sgam.CheckJSON("line", raw); err != nil {
+		return sgam.Episode{}, err
+	}
+	var l ingestLine
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return sgam.Episode{}, jsonFieldError(err)
+	}
+	if l.Tenant == "" {
+		l.Tenant = tenant
+	}
+	e := sgam.Episode{Tenant: l.Tenant, ID: l.EpisodeID, Session: l.Session, Kind: l.Kind, Content: l.Content, Subjects: l.Subjects,
+		Metadata: l.Metadata, Retention: l.Retention, IdempotencyKey: l.IdempotencyKey}
+	if l.OccurredAt != "" {
+		t, err := sgam.ParseTime("occurred_at", l.OccurredAt)
+		if err != nil {
+			return e, err
+		}
+		e.OccurredAt = t
+	}
+	if e.Content == "" {
+		return e, sgam.Errorf(sgam.Invalid, "content", "is required: the episode's text")
+	}
+	return e, nil
+}
+
+// jsonFieldError names the field of an encoding/json decoding error.
+func jsonFieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return sgam.Errorf(sgam.Invalid, te.Field, "has the wrong type: JSON %s", te.Value)
+	}
+	msg := err.Error()
+	const unknown = "json: unknown field "
+	if len(msg) > len(unknown) && msg[:len(unknown)] == unknown {
+		return sgam.Errorf(sgam.Invalid, msg[len(unknown)+1:len(msg)-1], "is not a field of an episode line")
+	}
+	return sgam.Errorf(sgam.Invalid, "line", "is not a JSON object: %v", err)
+}
+
+func (a *app) ingestCommand() *cobra.Command {
+	var lf llmFlags
+	var qf queueFlags
+	var noExtract, noWait bool
+	c := &cobra.Command{
+		Use:   "ingest FILE",
+		Short: "Capture the episodes of a JSONL file and extract them",
+		Long: `Capture the episodes of FILE (- for standard input), one JSON object per line:
+
+  {"tenant","episode_id","session","kind","content","occurred_at",
+   "subjects":[...],"metadata":{...},"retention","idempotency_key"}
+
+Only content is required; --tenant fills a missing tenant. Each episode is
+captured together with its place in the extraction queue, so no crash loses
+one. Then ingest works the queue with --workers in this process (beside any
+'sgam worker' or 'sgam serve' on the same database) until every episode's
+extraction has ended, with a progress bar on a terminal, and prints a
+summary: episodes, facts written, candidates rejected by reason, model calls
+and tokens. Running it again on the same file captures nothing new and calls
+no model.
+
+--no-extract only captures (no model needed); --no-wait returns after
+capture and leaves the extraction to the workers.
+
+Exit status: 0 when every episode was captured and its extraction ended
+(rejected candidates are an outcome, not a failure); 1 when an extraction
+failed after its retries (see 'sgam ingest retry'); 2 when a line is bad:
+the message names the line and the field, and the other lines still go in.`,
+		Example: `  SGAM_LLM_BASE_URL=http://localhost:11434/v1 SGAM_LLM_MODEL=qwen3:8b sgam ingest chat.jsonl`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := qf.check(); err != nil {
+				return err
+			}
+			if noExtract && noWait {
+				return sgam.Errorf(sgam.Invalid, "--no-wait", "--no-extract waits for nothing; give one of them")
+			}
+			var model llm.Model
+			if !noExtract && !noWait {
+				var err error
+				if model, err = lf.get(); err != nil {
+					return err
+				}
+				if model == nil {
+					return sgam.Errorf(sgam.Invalid, "--llm-base-url", "no model is configured, so nothing could be extracted: %s. To capture only, add --no-extract; to capture now and extract later with 'sgam worker', add --no-wait", modelHelp)
+				}
+			}
+			in := a.stdin
+			if args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return sgam.Errorf(sgam.Invalid, "FILE", "%v", err)
+				}
+				defer f.Close()
+				in = f
+			}
+			s, err := a.open(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			since := time.Now().Add(-time.Millisecond)
+			refs, captured, repeats, bad, err := a.capture(s, in, !noExtract, since)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "captured %d episodes (%d new, %d already there), %d queued for extraction, %d bad lines\n",
+				captured, captured-repeats, repeats, len(refs), len(bad))
+			var sum summary
+			if model != nil && len(refs) > 0 {
+				if sum, err = a.runAndWait(s, model, qf, refs, since); err != nil {
+					return err
+				}
+			}
+			if a.jsonOut {
+				if err := a.printJSON(map[string]any{"captured": captured, "already_there": repeats, "queued": len(refs),
+					"bad_lines": len(bad), "extraction": sum}); err != nil {
+					return err
+				}
+			} else if !noExtract && !noWait {
+				sum.print(a)
+			}
+			for _, b := range bad {
+				fmt.Fprintf(a.stderr, "sgam: %v\n", b)
+			}
+			switch {
+			case len(bad) > 0:
+				return exitError{code: ExitUsage}
+			case sum.Failed > 0:
+				fmt.Fprintf(a.stderr, "sgam: %d extractions failed after their retries; 'sgam ingest retry' queues them again\n", sum.Failed)
+				return exitError{code: ExitFailure}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&noExtract, "no-extract", false, "capture only: nothing is queued, no model is needed")
+	c.Flags().BoolVar(&noWait, "no-wait", false, "return after capture; the workers extract in the background")
+	lf.add(c)
+	qf.add(c, 4)
+	c.AddCommand(a.ingestRetryCommand(), a.ingestStatusCommand())
+	return c
+}
+
+// capture captures every good line of r; bad lines are returned as errors
+// naming the line and the field.
+// An episode recorded before since was there already.
+func (a *app) capture(s sgam.Store, r io.Reader, extract bool, since time.Time) (refs []queue.Ref, captured, repeats int, bad []error, err error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for n := 1; ; n++ {
+		line, rerr := readLine(br, maxIngestLine)
+		if rerr == io.EOF && len(line) == 0 {
+			return refs, captured, repeats, bad, nil
+		}
+		if rerr != nil && rerr != io.EOF {
+			if errors.Is(rerr, errLineTooLong) {
+				bad = append(bad, sgam.Errorf(sgam.Invalid, fmt.Sprintf("line %d", n), "is longer than %d bytes", maxIngestLine))
+				continue
+			}
+			return refs, captured, repeats, bad, rerr
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		e, perr := parseIngestLine(line, a.tenant)
+		var stored sgam.Episode
+		queued := false
+		if perr == nil {
+			if extract {
+				stored, queued, perr = s.AddEpisodeToExtract(a.ctx, e)
+			} else {
+				stored, perr = s.AddEpisode(a.ctx, e)
+			}
+		}
+		if perr != nil {
+			if sgam.ErrorCode(perr) != sgam.Invalid && sgam.ErrorCode(perr) != sgam.Conflict {
+				return refs, captured, repeats, bad, fmt.Errorf("line %d: %w", n, perr)
+			}
+			bad = append(bad, sgam.PrefixField(fmt.Sprintf("line %d", n), perr))
+			continue
+		}
+		captured++
+		if stored.RecordedAt.Before(since) {
+			repeats++
+		}
+		if queued {
+			refs = append(refs, queue.Ref{Tenant: stored.Tenant, EpisodeID: stored.ID})
+		}
+		if rerr == io.EOF {
+			return refs, captured, repeats, bad, nil
+		}
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line of at most limit bytes (without its newline);
+// a longer one is skipped whole and errLineTooLong returned.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > limit+1 {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			return nil, errLineTooLong
+		}
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), err
+	}
+}
+
+func (a *app) ingestRetryCommand() *cobra.Command {
+	var all bool
+	c := &cobra.Command{
+		Use:   "retry",
+		Short: "Queue the extractions that failed after their retries again",
+		Long: `Make the failed extraction jobs of --tenant (of every tenant with
+--all-tenants) available again, with fresh attempts. 'sgam worker', 'sgam
+serve' or 'sgam ingest' work them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			q, err := a.openQueue(s, nil, queueFlags{rescueAfter: 15 * time.Minute, budgetRecheck: time.Minute, maxAttempts: 6})
+			if err != nil {
+				return err
+			}
+			defer q.Stop(a.ctx)
+			tenant := a.tenant
+			if all {
+				tenant = ""
+			}
+			n, err := q.Retry(a.ctx, tenant)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]int{"retried": n})
+			}
+			fmt.Fprintf(a.stdout, "%d failed extractions queued again\n", n)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&all, "all-tenants", false, "retry every tenant's failed jobs")
+	return c
+}
+
+func (a *app) ingestStatusCommand() *cobra.Command {
+	var all bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Count the extraction jobs of --tenant by state",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			q, err := a.openQueue(s, nil, queueFlags{rescueAfter: 15 * time.Minute, budgetRecheck: time.Minute, maxAttempts: 6})
+			if err != nil {
+				return err
+			}
+			defer q.Stop(a.ctx)
+			tenant := a.tenant
+			if all {
+				tenant = ""
+			}
+			st, err := q.Status(a.ctx, tenant)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(st)
+			}
+			fmt.Fprintf(a.stdout, "queued %d, waiting for a worker %d, running %d, completed %d, failed %d\n",
+				st.Queued, st.Available, st.Running, st.Completed, st.Failed)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&all, "all-tenants", false, "count every tenant's jobs")
+	return c
+}
+
+func (a *app) reextractCommand() *cobra.Command {
+	var lf llmFlags
+	var qf queueFlags
+	var episode, since string
+	var noWait bool
+	c := &cobra.Command{
+		Use:   "reextract --episode ID | --since T",
+		Short: "Extract episodes again, after a schema change say, at no token cost where nothing changed",
+		Long: `Queue episodes of --tenant for extraction again: one (--episode), or every
+episode that occurred at or after --since. A prompt identical to one the
+model answered before (same model, schema version and content, same values
+shown) is answered from its record, so re-extraction where nothing changed
+makes no model call. Then it works the queue in this process until they
+have ended, as 'sgam ingest' does; --no-wait leaves them to the workers.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"episode_id": "--episode", "since": "--since"})
+			if err := qf.check(); err != nil {
+				return err
+			}
+			if (episode == "") == (since == "") {
+				return sgam.Errorf(sgam.Invalid, "--episode", "give --episode or --since, one of them")
+			}
+			var model llm.Model
+			if !noWait {
+				var err error
+				if model, err = lf.need(); err != nil {
+					return err
+				}
+			}
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ids := []string{episode}
+			if since != "" {
+				t, err := timeFlag("since", since)
+				if err != nil {
+					return err
+				}
+				eps, err := s.Episodes(a.ctx, sgam.EpisodeQuery{Tenant: a.tenant, Since: t, Limit: 10000})
+				if err != nil {
+					return err
+				}
+				ids = ids[:0]
+				for _, e := range eps {
+					ids = append(ids, e.ID)
+				}
+				if len(eps) == 10000 {
+					fmt.Fprintf(a.stderr, "sgam: more than 10000 episodes: these are the first; run again with --since %s for the rest\n", fmtTime(eps[len(eps)-1].OccurredAt))
+				}
+			}
+			start := time.Now().Add(-time.Millisecond)
+			if err := s.QueueExtraction(a.ctx, a.tenant, ids, true); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "queued %d episodes for extraction again\n", len(ids))
+			if noWait || len(ids) == 0 {
+				return nil
+			}
+			refs := make([]queue.Ref, len(ids))
+			for i, id := range ids {
+				refs[i] = queue.Ref{Tenant: a.tenant, EpisodeID: id}
+			}
+			sum, err := a.runAndWait(s, model, qf, refs, start)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(sum)
+			}
+			sum.print(a)
+			if sum.Failed > 0 {
+				return exitError{code: ExitFailure}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&episode, "episode", "", "the episode to extract again")
+	c.Flags().StringVar(&since, "since", "", "every episode that occurred at or after this instant (RFC 3339)")
+	c.Flags().BoolVar(&noWait, "no-wait", false, "queue them and return")
+	lf.add(c)
+	qf.add(c, 4)
+	return c
+}

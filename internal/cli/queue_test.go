@@ -1,0 +1,234 @@
+package cli_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/llm/llmtest"
+	"github.com/sgam-dev/sgam/queue"
+	"github.com/sgam-dev/sgam/store"
+)
+
+const citySchema = `
+attributes:
+  city: {memory: profile, type: string}
+`
+
+// cityFake answers "<person> lives in <city>." with that fact, and calls
+// hook (when set) before it answers.
+type cityFake struct {
+	*llmtest.Server
+	mu    sync.Mutex
+	hook  func(episode string)
+	calls map[string]int
+}
+
+func newCityFake(t *testing.T) *cityFake {
+	f := &cityFake{calls: map[string]int{}}
+	f.Server = llmtest.New(t, "fake-model", func(c llmtest.Call) llmtest.Reply {
+		ep := c.Episode()
+		f.mu.Lock()
+		f.calls[ep]++
+		hook := f.hook
+		f.mu.Unlock()
+		if hook != nil {
+			hook(ep)
+		}
+		var who, city string
+		if _, err := fmt.Sscanf(ep, "%s lives in %s", &who, &city); err != nil {
+			return llmtest.Reply{Updates: []llmtest.Update{}}
+		}
+		city = strings.TrimSuffix(city, ".")
+		return llmtest.Reply{Updates: []llmtest.Update{{Evidence: "lives in " + city, Subject: who, Attribute: "city", Change: "new", Value: llmtest.S(city)}}}
+	})
+	t.Setenv("SGAM_LLM_BASE_URL", f.URL)
+	t.Setenv("SGAM_LLM_MODEL", f.Model)
+	return f
+}
+
+func (f *cityFake) setHook(h func(string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hook = h
+}
+
+func (f *cityFake) callsOf(ep string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[ep]
+}
+
+// cityEpisodes is an ingest file of n episodes over sessions, person i
+// living in city i.
+func cityEpisodes(n, sessions int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"episode_id":"e%03d","session":"s%02d","content":"p%03d lives in c%03d.","occurred_at":"2026-06-01T%02d:%02d:00Z"}`+"\n",
+			i, i%sessions, i, i, 8+i/60, i%60)
+	}
+	return b.String()
+}
+
+// startWorker starts 'sgam worker' as a child process.
+func startWorker(t *testing.T, db string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"--db", db, "--tenant", "acme", "worker", "--rescue-after", "2s", "--grace", "1s"}, args...)...)
+	cmd.Env = append(os.Environ(), "SGAM_CLI_CHILD=1")
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+func kill(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	state, _ := cmd.Process.Wait()
+	require.False(t, state.Success())
+}
+
+// waitUntil polls cond for at most d.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockFile takes the write lock of a SQLite file and returns its release.
+func lockFile(t *testing.T, path string) func() {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	c, err := db.Conn(context.Background())
+	require.NoError(t, err)
+	_, err = c.ExecContext(context.Background(), "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	return func() {
+		c.ExecContext(context.Background(), "ROLLBACK")
+		c.Close()
+		db.Close()
+	}
+}
+
+// requireCities checks that every person of n lives in their city, with
+// one fact row each, and that the store is clean.
+func requireCities(t *testing.T, s sgam.Store, tenant string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		k := sgam.Key{Tenant: tenant, Subject: fmt.Sprintf("p%03d", i), Attribute: "city"}
+		hist, err := s.History(ctx, k)
+		require.NoError(t, err)
+		require.Len(t, hist, 1, "%s: one row, no duplicate", k)
+		require.Equal(t, fmt.Sprintf(`"c%03d"`, i), string(hist[0].Value))
+		require.Equal(t, []string{fmt.Sprintf("e%03d", i)}, hist[0].Sources)
+	}
+	v, err := s.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, v)
+}
+
+func episodeRefs(tenant string, n int) []queue.Ref {
+	refs := make([]queue.Ref, n)
+	for i := range refs {
+		refs[i] = queue.Ref{Tenant: tenant, EpisodeID: fmt.Sprintf("e%03d", i)}
+	}
+	return refs
+}
+
+// TestWorkerKilled kills worker processes with SIGKILL (a) after the model
+// answered and before the extraction committed, (b) after it committed and
+// before its job was marked done. After a restart every episode is
+// extracted, no fact is duplicated, check is clean, and the episode whose
+// extraction had committed is not asked again.
+func TestWorkerKilled(t *testing.T) {
+	fake := newCityFake(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "crash.db")
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(citySchema), 0o600))
+	require.Equal(t, 0, sgamRun(t, "", "--db", db, "schema", "apply", schema, "--default").code)
+	const n = 30
+	r := sgamRun(t, cityEpisodes(n, 3), "--db", db, "--tenant", "acme", "ingest", "-", "--no-wait")
+	require.Equal(t, 0, r.code, r.stderr)
+	s, err := store.Open(context.Background(), db, store.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	recorded := func(ep string) bool {
+		recs, err := s.Extractions(context.Background(), "acme", ep)
+		require.NoError(t, err)
+		return len(recs) > 0
+	}
+
+	// (a) The model answers e005 while the ledger's write lock is held:
+	// the worker cannot commit, and dies trying.
+	answered := make(chan func(), 1)
+	fake.setHook(func(ep string) {
+		if ep == "p005 lives in c005." {
+			answered <- lockFile(t, db)
+		}
+	})
+	w1 := startWorker(t, db, "--workers", "1")
+	var release func()
+	select {
+	case release = <-answered:
+	case <-time.After(time.Minute):
+		t.Fatal("e005 was never asked")
+	}
+	time.Sleep(300 * time.Millisecond) // the answer reaches the worker, which waits for the lock
+	kill(t, w1)
+	release()
+	require.False(t, recorded("e005"), "nothing of e005 was committed")
+
+	// (b) e010's extraction commits while the queue's write lock is held:
+	// its job cannot be marked done, and the worker dies trying.
+	var queueLock func()
+	var once sync.Once
+	fake.setHook(func(ep string) {
+		if ep == "p010 lives in c010." {
+			once.Do(func() { queueLock = lockFile(t, queue.SQLitePath(db)) })
+		}
+	})
+	w2 := startWorker(t, db, "--workers", "1")
+	waitUntil(t, time.Minute, "e010's record", func() bool { return recorded("e010") })
+	time.Sleep(300 * time.Millisecond)
+	kill(t, w2)
+	queueLock()
+	require.Equal(t, 1, fake.callsOf("p010 lives in c010."))
+
+	// A restarted worker rescues both jobs and finishes the rest.
+	fake.setHook(nil)
+	startWorker(t, db, "--workers", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ended, err := queue.Wait(ctx, s, episodeRefs("acme", n), time.Time{}, 100*time.Millisecond, nil)
+	require.NoError(t, err)
+	for ref, rec := range ended {
+		require.NotNil(t, rec, ref)
+		require.Equal(t, sgam.ExtractionDone, rec.Status, ref)
+	}
+	requireCities(t, s, "acme", n)
+	require.Equal(t, 2, fake.callsOf("p005 lives in c005."), "asked again: its answer was never committed")
+	require.Equal(t, 1, fake.callsOf("p010 lives in c010."), "not asked again: its extraction had committed")
+}
