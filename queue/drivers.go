@@ -101,25 +101,25 @@ func migrateSQLite(ctx context.Context, db *sql.DB, driver *riversqlite.Driver, 
 	return tx.Commit()
 }
 
-// migratePostgres runs River's migrations in one transaction under an
-// advisory lock: processes starting at once migrate in turn.
+// migratePostgres runs River's migrations (each in a transaction of its
+// own: a migration adds an enum value that a later one uses) under a
+// session advisory lock: processes starting at once migrate in turn.
 func migratePostgres(ctx context.Context, pool *pgxpool.Pool, driver *riverpgxv5.Driver, cfg Config) error {
 	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
-	tx, err := pool.Begin(ctx)
+	c, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7364, 1)`); err != nil {
+	defer c.Release()
+	if _, err := c.Exec(ctx, `SELECT pg_advisory_lock(7364, 1)`); err != nil {
 		return err
 	}
-	if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	defer c.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(7364, 1)`)
+	_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	return err
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

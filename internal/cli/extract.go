@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -102,7 +103,8 @@ func (f *queueFlags) check() error {
 // openQueue opens the queue of --db over s with the model m (may be nil).
 func (a *app) openQueue(s sgam.Store, m llm.Model, qf queueFlags) (*queue.Queue, error) {
 	cfg := queue.Config{Workers: qf.workers, PollInterval: 200 * time.Millisecond, RescueAfter: qf.rescueAfter,
-		BudgetRecheck: qf.budgetRecheck, MaxAttempts: qf.maxAttempts}
+		BudgetRecheck: qf.budgetRecheck, MaxAttempts: qf.maxAttempts,
+		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if qf.rescueAfter < 10*time.Minute {
 		// A short rescue (tests, fast local models) bounds a job by it.
 		cfg.JobTimeout = qf.rescueAfter / 2

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/internal/pgtest"
 	"github.com/sgam-dev/sgam/llm/llmtest"
 	"github.com/sgam-dev/sgam/queue"
 	"github.com/sgam-dev/sgam/store"
@@ -86,12 +87,15 @@ func startWorker(t *testing.T, db string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"--db", db, "--tenant", "acme", "worker", "--rescue-after", "2s", "--grace", "1s"}, args...)...)
 	cmd.Env = append(os.Environ(), "SGAM_CLI_CHILD=1")
-	var logs strings.Builder
-	cmd.Stderr = &logs
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		if t.Failed() {
+			t.Logf("worker %v:\n%s", cmd.Args[1:], logs.String())
+		}
 	})
 	return cmd
 }
@@ -231,4 +235,75 @@ func TestWorkerKilled(t *testing.T) {
 	requireCities(t, s, "acme", n)
 	require.Equal(t, 2, fake.callsOf("p005 lives in c005."), "asked again: its answer was never committed")
 	require.Equal(t, 1, fake.callsOf("p010 lives in c010."), "not asked again: its extraction had committed")
+}
+
+// TestWorkersShareOnPostgres: two worker processes on one PostgreSQL
+// database share 200 episodes; one is killed mid-way; the other finishes
+// them all, each extracted exactly once in effect: one fact row, one
+// usable record.
+func TestWorkersShareOnPostgres(t *testing.T) {
+	fake := newCityFake(t)
+	db := pgtest.URL(t)
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(citySchema), 0o600))
+	require.Equal(t, 0, sgamRun(t, "", "--db", db, "schema", "apply", schema, "--default").code)
+	const n = 200
+	r := sgamRun(t, cityEpisodes(n, 20), "--db", db, "--tenant", "acme", "ingest", "-", "--no-wait")
+	require.Equal(t, 0, r.code, r.stderr)
+	s, err := store.Open(context.Background(), db, store.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+
+	// The model takes a while, so that both workers have jobs in flight.
+	fake.setHook(func(string) { time.Sleep(20 * time.Millisecond) })
+	w1 := startWorker(t, db, "--workers", "2")
+	startWorker(t, db, "--workers", "2")
+	refs := episodeRefs("acme", n)
+	waitUntil(t, 30*time.Second, "50 extractions", func() bool {
+		done := 0
+		for _, r := range refs {
+			if rec, err := queue.Ended(context.Background(), s, r, time.Time{}); err == nil && rec != nil {
+				done++
+			}
+		}
+		return done >= 50
+	})
+	kill(t, w1)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ended, err := queue.Wait(ctx, s, refs, time.Time{}, 100*time.Millisecond, nil)
+	require.NoError(t, err)
+	for ref, rec := range ended {
+		require.NotNil(t, rec, ref)
+		require.Equal(t, sgam.ExtractionDone, rec.Status, ref)
+		recs, err := s.Extractions(context.Background(), ref.Tenant, ref.EpisodeID)
+		require.NoError(t, err)
+		usable := 0
+		for _, r := range recs {
+			if r.Status != sgam.ExtractionFailed {
+				usable++
+			}
+		}
+		require.Equal(t, 1, usable, "%v was extracted once", ref)
+	}
+	requireCities(t, s, "acme", n)
+}
+
+// syncBuffer is a buffer safe for a child's output and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
