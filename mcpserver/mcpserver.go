@@ -36,6 +36,7 @@ type Store interface {
 	sgam.Episodes
 	sgam.FactWriter
 	sgam.FactReader
+	sgam.ExtractionQueue
 }
 
 // Config binds a server to a store, a tenant and a role.
@@ -43,7 +44,7 @@ type Config struct {
 	Store  Store
 	Tenant string
 	// Role decides the tools offered: read offers recall, history and
-	// trace; write and admin add remember and forget_value.
+	// trace; write and admin add observe, remember and forget_value.
 	Role apikey.Role
 	// EpisodeKind is the kind of the episodes remember captures; default
 	// "message". It ranks the source under prefer_source, and only
@@ -100,6 +101,7 @@ func New(cfg Config) (*mcp.Server, error) {
 	mcp.AddTool(s, &mcp.Tool{Name: "history", Description: historyDoc, Annotations: readOnly}, answer(cfg.Logger, t.history))
 	mcp.AddTool(s, &mcp.Tool{Name: "trace", Description: traceDoc, Annotations: readOnly}, answer(cfg.Logger, t.trace))
 	if apikey.Require(apikey.Key{Role: cfg.Role}, apikey.Write) == nil {
+		mcp.AddTool(s, &mcp.Tool{Name: "observe", Description: observeDoc}, answer(cfg.Logger, t.observe))
 		mcp.AddTool(s, &mcp.Tool{Name: "remember", Description: rememberDoc}, answer(cfg.Logger, t.remember))
 		mcp.AddTool(s, &mcp.Tool{Name: "forget_value", Description: forgetValueDoc}, answer(cfg.Logger, t.forgetValue))
 	}
@@ -164,11 +166,14 @@ transaction time (when it was recorded). A correction closes the old value
 instead of deleting it, so you can ask what is true now, what was true at an
 instant (as_of), and what was believed at an instant (known_at).
 
-Use remember when the user states a fact worth keeping, quoting their words;
+Use observe to hand what the user said to memory as it was said: sgam's
+extraction turns it into typed facts under the tenant's schema in the
+background. Use remember when you know the exact fact, quoting their words;
 recall before answering from memory; forget_value when the user says a value
 no longer holds. Cite the sources recall returns.`
 
 const (
+	observeDoc     = `Capture what the user said (or a tool returned), in their words, for memory: it is stored as an episode and extracted into typed facts in the background under the tenant's schema (one model call at most; the schema and the ledger decide what is stored). Nothing to structure yourself; name the subjects it is about when you know their ids. Returns the episode id and whether it was queued for extraction (false when it was captured and extracted before).`
 	rememberDoc    = `Remember a fact: subject's attribute has value from valid_from on. Quote the words it came from: the quote is stored as the fact's source episode. A later value for the same attribute closes the earlier one at its valid_from (a correction), and the earlier one stays in history. Returns the stored fact; kept=true means a stronger source already holds a value there and nothing was written; pending means the value waits for confirmation (and fact is null).`
 	forgetValueDoc = `Record that subject's attribute no longer has a value from at on ("I no longer prefer X"), quoting the words that say so. This is a retraction, not an erasure: history keeps the earlier value. For a set attribute, name the member in value.`
 	recallDoc      = `Recall what memory holds about a subject: one attribute, or every attribute when none is named. By default the answer is what is true now as currently believed; as_of asks what was true at an instant, known_at what memory believed at an instant. Each fact comes with its valid window and its sources (episode ids and quotes).`
@@ -187,6 +192,19 @@ type RememberInput struct {
 	Quote     string `json:"quote" jsonschema:"the words the fact comes from, quoted; stored as its source episode"`
 	ValidFrom string `json:"valid_from,omitempty" jsonschema:"when the value starts to hold: RFC 3339 (2026-06-03T10:00:00Z) or a date (2026-06-03, midnight UTC); default now"`
 	Session   string `json:"session,omitempty" jsonschema:"the conversation the quote is from, to group episodes"`
+}
+
+// ObserveInput is the input of observe.
+type ObserveInput struct {
+	Text     string   `json:"text" jsonschema:"what the user said or a tool returned, as it was said"`
+	Session  string   `json:"session,omitempty" jsonschema:"the conversation it is from, to group episodes"`
+	Subjects []string `json:"subjects,omitempty" jsonschema:"ids of the subjects it is about, when known (e.g. mira): their stored values are shown to the extraction"`
+}
+
+// ObserveOutput is the output of observe.
+type ObserveOutput struct {
+	EpisodeID string `json:"episode_id" jsonschema:"the episode holding the text"`
+	Queued    bool   `json:"queued" jsonschema:"queued for extraction; false when it was captured and extracted before"`
 }
 
 // ForgetValueInput is the input of forget_value.
@@ -296,6 +314,24 @@ func (t *tools) remember(ctx context.Context, req *mcp.CallToolRequest, in Remem
 		return nil, WriteOutput{}, err
 	}
 	return nil, t.writeOutput(ctx, ep.ID, res), nil
+}
+
+func (t *tools) observe(ctx context.Context, _ *mcp.CallToolRequest, in ObserveInput) (*mcp.CallToolResult, ObserveOutput, error) {
+	if strings.TrimSpace(in.Text) == "" {
+		return nil, ObserveOutput{}, sgam.Errorf(sgam.Invalid, "text", "is required: what was said")
+	}
+	// A retried call is the same episode: the key is the call's content.
+	h := sha256.New()
+	for _, s := range append([]string{"observe", in.Text, in.Session}, in.Subjects...) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	ep, queued, err := t.cfg.Store.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: t.cfg.Tenant, Session: in.Session, Kind: t.cfg.EpisodeKind,
+		Content: in.Text, Subjects: in.Subjects, IdempotencyKey: "mcp-" + hex.EncodeToString(h.Sum(nil))[:32]})
+	if err != nil {
+		return nil, ObserveOutput{}, err
+	}
+	return nil, ObserveOutput{EpisodeID: ep.ID, Queued: queued}, nil
 }
 
 func (t *tools) forgetValue(ctx context.Context, req *mcp.CallToolRequest, in ForgetValueInput) (*mcp.CallToolResult, WriteOutput, error) {

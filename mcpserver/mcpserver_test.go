@@ -78,7 +78,7 @@ func TestPassportStory(t *testing.T) {
 		require.NotNil(t, tl.InputSchema)
 		require.NotContains(t, string(must(json.Marshal(tl.InputSchema))), "tenant", "no tool takes a tenant")
 	}
-	require.ElementsMatch(t, []string{"remember", "forget_value", "recall", "history", "trace"}, names)
+	require.ElementsMatch(t, []string{"observe", "remember", "forget_value", "recall", "history", "trace"}, names)
 
 	first, msg := call(t, acme, "remember", map[string]any{"subject": "mira", "attribute": "passport_deadline", "value": "2026-07-15",
 		"valid_from": "2026-06-01T09:00:00Z", "quote": "Mira: my passport deadline is July 15.", "session": "s1"})
@@ -328,4 +328,32 @@ func TestNumbersAsWritten(t *testing.T) {
 	require.Equal(t, `{"cents":12345678901234567890,"rate":1.50}`, string(f.Value))
 	_, msg := call(t, cs, "remember", map[string]any{"subject": "acct-42", "attribute": "balance", "value": nil, "quote": "q"})
 	require.Contains(t, msg, "invalid: value: null is not a value")
+}
+
+func TestObserve(t *testing.T) {
+	st := openStore(t)
+	acme := connect(t, st, "acme", apikey.Write)
+	out, msg := call(t, acme, "observe", map[string]any{"text": "Mira: I moved to Oslo.", "session": "s1", "subjects": []string{"mira"}})
+	require.Empty(t, msg)
+	require.Equal(t, true, out["queued"])
+	id := out["episode_id"].(string)
+	again, _ := call(t, acme, "observe", map[string]any{"text": "Mira: I moved to Oslo.", "session": "s1", "subjects": []string{"mira"}})
+	require.Equal(t, id, again["episode_id"], "a retried call is the same episode")
+	ctx := context.Background()
+	e, err := st.Episode(ctx, "acme", id)
+	require.NoError(t, err)
+	require.Equal(t, []string{"mira"}, e.Subjects)
+	q, err := st.QueuedExtractions(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, q, 1)
+	require.Equal(t, "acme", q[0].Tenant)
+	_, msg = call(t, acme, "observe", map[string]any{"text": " "})
+	require.Contains(t, msg, "text")
+	_, msg = call(t, acme, "observe", map[string]any{"text": "x", "subjects": []string{""}})
+	require.Contains(t, msg, "subjects[0]")
+	globex := connect(t, st, "globex", apikey.Write)
+	none, err := st.Episodes(ctx, sgam.EpisodeQuery{Tenant: "globex"})
+	require.NoError(t, err)
+	require.Empty(t, none)
+	_ = globex
 }

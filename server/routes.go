@@ -15,6 +15,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/extract"
 	"github.com/sgam-dev/sgam/replay"
 )
 
@@ -43,6 +44,10 @@ func (s *Server) register() {
 	s.route("GET /v1/episodes", apikey.Read, s.listEpisodes)
 	s.route("GET /v1/episodes/{id}", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		return s.cfg.Store.Episode(r.Context(), c.tenant, r.PathValue("id"))
+	})
+	s.route("GET /v1/episodes/{id}/extractions", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		recs, err := s.cfg.Store.Extractions(r.Context(), c.tenant, r.PathValue("id"))
+		return map[string]any{"extractions": recs}, err
 	})
 
 	s.route("POST /v1/facts", apikey.Write, s.assert)
@@ -110,7 +115,28 @@ type EpisodeRequest struct {
 	Metadata       json.RawMessage `json:"metadata"`
 	IdempotencyKey string          `json:"idempotency_key"`
 	Retention      string          `json:"retention"`
+	Subjects       []string        `json:"subjects"`
+	// Extract is "background" (queued for the workers; the default when
+	// a model is configured), "now" (extracted before the answer, which
+	// holds the record) or "none" (the default without a model).
+	Extract string `json:"extract"`
 }
+
+// EpisodeResponse is the answer of POST /v1/episodes: the episode as
+// stored, whether it was queued for extraction, and the extraction's
+// record when it was extracted now.
+type EpisodeResponse struct {
+	sgam.Episode
+	Queued     bool             `json:"queued"`
+	Extraction *sgam.Extraction `json:"extraction,omitempty"`
+}
+
+// Extraction modes of POST /v1/episodes.
+const (
+	ExtractBackground = "background"
+	ExtractNow        = "now"
+	ExtractNone       = "none"
+)
 
 func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 	var req EpisodeRequest
@@ -124,8 +150,44 @@ func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (a
 	if string(req.Metadata) == "null" {
 		req.Metadata = nil
 	}
-	return s.cfg.Store.AddEpisode(r.Context(), sgam.Episode{Tenant: c.tenant, ID: req.EpisodeID, Session: req.Session, Kind: req.Kind,
-		Content: req.Content, OccurredAt: occurred, Metadata: req.Metadata, IdempotencyKey: req.IdempotencyKey, Retention: req.Retention})
+	mode := req.Extract
+	if mode == "" {
+		mode = ExtractNone
+		if s.cfg.Extractor != nil && s.cfg.Extractor.Model() != nil {
+			mode = ExtractBackground
+		}
+	}
+	e := sgam.Episode{Tenant: c.tenant, ID: req.EpisodeID, Session: req.Session, Kind: req.Kind, Content: req.Content, OccurredAt: occurred,
+		Metadata: req.Metadata, IdempotencyKey: req.IdempotencyKey, Retention: req.Retention, Subjects: req.Subjects}
+	var out EpisodeResponse
+	switch mode {
+	case ExtractNone:
+		out.Episode, err = s.cfg.Store.AddEpisode(r.Context(), e)
+	case ExtractBackground:
+		out.Episode, out.Queued, err = s.cfg.Store.AddEpisodeToExtract(r.Context(), e)
+	case ExtractNow:
+		if s.cfg.Extractor == nil || s.cfg.Extractor.Model() == nil {
+			return nil, sgam.Errorf(sgam.Invalid, "extract", `"now" needs a model, and this server has none configured; use "background" or "none"`)
+		}
+		if out.Episode, err = s.cfg.Store.AddEpisode(r.Context(), e); err != nil {
+			return nil, err
+		}
+		// The capture stands whatever the model does: a failed extraction
+		// is answered in the record (status failed, its error), not as an
+		// error of the request.
+		res, xerr := s.cfg.Extractor.Extract(r.Context(), c.tenant, out.Episode.ID, extract.Options{})
+		if xerr != nil && res.Record.ID == "" {
+			return nil, xerr
+		}
+		rec := res.Record
+		out.Extraction = &rec
+	default:
+		return nil, sgam.Errorf(sgam.Invalid, "extract", "%q is none of background, now, none", req.Extract)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (s *Server) listEpisodes(w http.ResponseWriter, r *http.Request, c caller) (any, error) {

@@ -17,11 +17,15 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/extract"
 )
 
 // Config configures a Server.
 type Config struct {
 	Store sgam.Store
+	// Extractor extracts episodes posted with "extract": "now"; nil (or
+	// one without a model) makes "none" the default.
+	Extractor *extract.Extractor
 	// Keys checks API keys; nil only with Dev.
 	Keys apikey.Store
 	// Dev serves without keys, every request as tenant DevTenant with the

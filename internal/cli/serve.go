@@ -17,6 +17,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/extract"
 	"github.com/sgam-dev/sgam/server"
 	"github.com/sgam-dev/sgam/store"
 )
@@ -27,6 +28,8 @@ func (a *app) serveCommand() *cobra.Command {
 	var maxBody int64
 	var rateLimit float64
 	var expireEvery time.Duration
+	var lf llmFlags
+	var qf queueFlags
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP JSON API on --addr, behind tenant-bound API keys",
@@ -50,7 +53,14 @@ them run it (--expire-every 0 on the others).
 Metrics: GET /metrics (Prometheus) has request counts and latencies by
 route and status, store operation latencies
 (sgam_store_operation_duration_seconds{operation,outcome}), store retries
-and open connections, and expiry runs (sgam_expiry_runs_total{outcome}).`,
+and open connections, and expiry runs (sgam_expiry_runs_total{outcome}).
+
+Extraction: with a model configured (SGAM_LLM_BASE_URL and SGAM_LLM_MODEL,
+or the --llm flags), the server runs --workers extraction workers in process
+(default 4; 0: none, for a deployment with separate 'sgam worker'
+processes), and POST /v1/episodes queues what it captures for them; "extract":
+"now" extracts before answering (docs/extraction.md). Without a model,
+capture works and nothing is extracted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if rateLimit < 0 {
@@ -69,6 +79,13 @@ and open connections, and expiry runs (sgam_expiry_runs_total{outcome}).`,
 				return sgam.Errorf(sgam.Invalid, "--addr", "%q is not a loopback address: --dev serves without keys, to anyone who can connect; "+
 					"listen on 127.0.0.1, ::1 or localhost, or give --dev-allow-remote to serve beyond this machine anyway", addr)
 			}
+			if err := qf.check(); err != nil {
+				return err
+			}
+			model, err := lf.get()
+			if err != nil {
+				return err
+			}
 			metrics := server.NewMetrics()
 			s, err := store.Open(a.ctx, a.db, store.Options{Observer: metrics})
 			if err != nil {
@@ -77,14 +94,32 @@ and open connections, and expiry runs (sgam_expiry_runs_total{outcome}).`,
 			defer s.Close()
 			keys, _ := s.(apikey.Store)
 			log := slog.New(slog.NewJSONHandler(a.stderr, nil))
-			h, err := server.New(server.Config{Store: s, Keys: keys, Dev: dev, DevTenant: a.tenant, MaxBodyBytes: maxBody, RateLimit: rateLimit,
-				ExpireEvery: expireEvery, Logger: log, Metrics: metrics})
+			h, err := server.New(server.Config{Store: s, Extractor: extract.New(s, model), Keys: keys, Dev: dev, DevTenant: a.tenant,
+				MaxBodyBytes: maxBody, RateLimit: rateLimit, ExpireEvery: expireEvery, Logger: log, Metrics: metrics})
 			if err != nil {
 				return err
 			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return sgam.Errorf(sgam.Invalid, "--addr", "cannot listen on %s: %v", addr, err)
+			}
+			if model != nil && qf.workers > 0 {
+				q, err := a.openQueue(s, model, qf)
+				if err != nil {
+					ln.Close()
+					return err
+				}
+				if err := q.Start(a.ctx); err != nil {
+					ln.Close()
+					q.Stop(context.Background())
+					return err
+				}
+				// Stopped after the HTTP server and before the store
+				// closes (deferred above, so run after this).
+				defer stopQueue(q, qf.grace)
+				log.Info("extraction workers started", slog.Int("workers", qf.workers), slog.String("model", model.Name()), slog.String("mode", string(model.Mode())))
+			} else if model == nil {
+				log.Info("no model is configured: episodes are captured, nothing is extracted")
 			}
 			if dev {
 				log.Warn("DEV MODE: no API keys are checked; every request acts as tenant " + a.tenant + " with every right. Do not expose this server.")
@@ -124,6 +159,8 @@ and open connections, and expiry runs (sgam_expiry_runs_total{outcome}).`,
 	c.Flags().Int64Var(&maxBody, "max-body", 1<<20, "largest request body in bytes")
 	c.Flags().Float64Var(&rateLimit, "rate-limit", 200, "requests per second per API key, bursts of twice that (0: no limit)")
 	c.Flags().DurationVar(&expireEvery, "expire-every", time.Hour, "run retention expiry at start and then this often (0: off)")
+	lf.add(c)
+	qf.add(c, 4)
 	return c
 }
 

@@ -40,7 +40,7 @@ test("passport story over stdio", async (t) => {
 
   const { tools } = await client.listTools();
   const names = tools.map((x) => x.name).sort();
-  assert.deepEqual(names, ["forget_value", "history", "recall", "remember", "trace"]);
+  assert.deepEqual(names, ["forget_value", "history", "observe", "recall", "remember", "trace"]);
   for (const tool of tools) {
     assert.ok(tool.description.length > 40, `${tool.name} has a real description`);
     assert.equal(tool.inputSchema.type, "object");
