@@ -144,13 +144,16 @@ type Candidate struct {
 	Value     json.RawMessage `json:"value"`
 	ValidFrom time.Time       `json:"valid_from"`
 	Source    string          `json:"source"`
-	// Reason is ReasonReview or ReasonSensitive.
+	// Reason is ReasonReview, ReasonSensitive or ReasonRecurrence.
 	Reason string `json:"reason"`
 	// ConflictsWith is the believed fact the candidate disagrees with
 	// (review: a different value at the same valid_from).
 	ConflictsWith *int64    `json:"conflicts_with"`
 	RecordedAt    time.Time `json:"recorded_at"`
 	SchemaVersion int       `json:"schema_version"`
+	// Signals counts, for a recurrence signal, the consistent signals
+	// from distinct episodes so far, this one included.
+	Signals int `json:"signals,omitempty"`
 }
 
 // Key returns the key the candidate would be written to.
@@ -160,8 +163,9 @@ func (c Candidate) Key() Key {
 
 // Why a candidate is pending.
 const (
-	ReasonReview    = "review"    // a conflict under policy review
-	ReasonSensitive = "sensitive" // a sensitive attribute from a source that is not user_confirmed
+	ReasonReview     = "review"     // a conflict under policy review
+	ReasonSensitive  = "sensitive"  // a sensitive attribute from a source that is not user_confirmed
+	ReasonRecurrence = "recurrence" // a signal of an attribute that becomes a fact after several (schema promote)
 )
 
 // KindUserConfirmed is the episode kind of a user's explicit confirmation:

@@ -111,6 +111,9 @@ func (d *differ) attributes(old, new *Schema) {
 		if o.Retention != n.Retention {
 			change("retention", orNone(o.Retention), orNone(n.Retention))
 		}
+		if o.Promote.String() != n.Promote.String() {
+			change("promote", o.Promote.String(), n.Promote.String())
+		}
 		if o.Description != n.Description {
 			d.add("~ attribute %s: description changed", name)
 		}

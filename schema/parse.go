@@ -85,7 +85,8 @@ const (
 
 var (
 	topKeys       = []string{"name", "retention", "episode_retention", "source_ranks", "memory_types", "entities", "attributes", "migrations"}
-	attributeKeys = []string{"memory", "type", "json_schema", "cardinality", "conflict", "sensitive", "retention", "description", "aliases"}
+	attributeKeys = []string{"memory", "type", "json_schema", "cardinality", "conflict", "sensitive", "retention", "promote", "description", "aliases"}
+	promoteKeys   = []string{"after", "within"}
 	migrationKeys = []string{"name", "rename", "retype", "split", "dual_read_until"}
 	shorthand     = []string{TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeDate, TypeDatetime}
 	policies      = []string{string(Reject), string(PreferSource), string(LatestRecorded), string(Review)}
@@ -778,6 +779,13 @@ func (p *reader) attribute(s *Schema, name string, line int, n *node, path strin
 			}
 		}
 	}
+	if e := f["promote"]; e != nil {
+		a.Promote = p.promote(e.val, join(path, "promote"))
+		if a.Promote != nil && a.Cardinality == Many {
+			p.add(e.val.line, join(path, "promote"), "applies to single-valued attributes; %s is a set (cardinality many)", name)
+			a.Promote = nil
+		}
+	}
 	if e := f["description"]; e != nil {
 		a.Description = p.label(e.val, join(path, "description"), maxDescriptionBytes, true)
 	}
@@ -787,6 +795,48 @@ func (p *reader) attribute(s *Schema, name string, line int, n *node, path strin
 		}
 	}
 	return a
+}
+
+// promote reads {after: N, within: DURATION}.
+func (p *reader) promote(n *node, path string) *Promote {
+	g := p.fields(n, path, promoteKeys)
+	if g == nil {
+		return nil
+	}
+	out := &Promote{}
+	ok := true
+	switch e := g["after"]; {
+	case e == nil:
+		p.add(n.line, join(path, "after"), "is required: how many consistent signals make a fact")
+		ok = false
+	case e.val.kind != intNode:
+		p.add(e.val.line, join(path, "after"), "must be a whole number, not %s", e.val.describe())
+		ok = false
+	default:
+		v, err := strconv.Atoi(e.val.text)
+		if err != nil || v < MinPromoteAfter || v > MaxPromoteAfter {
+			p.add(e.val.line, join(path, "after"), "must be between %d and %d, not %s", MinPromoteAfter, MaxPromoteAfter, e.val.text)
+			ok = false
+		}
+		out.After = v
+	}
+	if e := g["within"]; e == nil {
+		p.add(n.line, join(path, "within"), "is required: the window the signals must fall in (30d, 12h)")
+		ok = false
+	} else if v, okText := p.text(e.val, join(path, "within")); okText {
+		ttl, err := parseTTL(v)
+		if err != nil {
+			p.add(e.val.line, join(path, "within"), "%v", err)
+			ok = false
+		}
+		out.Within = ttl
+	} else {
+		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	return out
 }
 
 // valueType reads a shorthand type, {enum: [...]} or {ref: entity}.

@@ -148,6 +148,10 @@ type Attribute struct {
 	Conflict    Policy
 	// Sensitive attributes become facts only on a user_confirmed source.
 	Sensitive bool
+	// Promote, when set, makes a value a fact only once Promote.After
+	// consistent signals (the same value) from distinct episodes fall
+	// within Promote.Within; until then each is a pending signal.
+	Promote *Promote
 	Retention string // a retention class, or "" for none
 	// Aliases are old names that still resolve to this attribute.
 	Aliases []string
@@ -155,6 +159,20 @@ type Attribute struct {
 
 	compiled *jsonschema.Schema // for Type "json_schema", set by Parse
 }
+
+// Promote is an attribute's consolidation rule: a value becomes a fact
+// after After signals of it, from distinct episodes, whose valid_from lie
+// within Within of each other; a different value in between starts over.
+type Promote struct {
+	After  int
+	Within time.Duration
+}
+
+// Limits of a promote rule.
+const (
+	MinPromoteAfter = 2
+	MaxPromoteAfter = 100
+)
 
 // Migration is one step that carries stored facts to this schema version.
 type Migration struct {
@@ -344,6 +362,9 @@ func (a *Attribute) canonical(b *bytes.Buffer) {
 	if a.Retention != "" {
 		fmt.Fprintf(b, `,"retention":%s`, jsonString(a.Retention))
 	}
+	if a.Promote != nil {
+		fmt.Fprintf(b, `,"promote":{"after":%d,"within":%s}`, a.Promote.After, jsonString(formatTTL(a.Promote.Within)))
+	}
 	if a.Description != "" {
 		fmt.Fprintf(b, `,"description":%s`, jsonString(a.Description))
 	}
@@ -455,4 +476,13 @@ func parseTTL(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is longer than 200 years; write forever", s)
 	}
 	return time.Duration(n) * unit, nil
+}
+
+// String renders a promote rule as a schema file writes it, "none" for
+// nil.
+func (p *Promote) String() string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("{after: %d, within: %s}", p.After, formatTTL(p.Within))
 }

@@ -353,7 +353,11 @@ evidence; dismissing deletes it.`,
 					if c.ConflictsWith != nil {
 						conflicts = fmt.Sprint(*c.ConflictsWith)
 					}
-					return []any{c.ID, c.Subject, c.Attribute, truncate(string(c.Value), 40), fmtTime(c.ValidFrom), c.Source, c.Reason, conflicts}
+					reason := c.Reason
+					if c.Reason == sgam.ReasonRecurrence {
+						reason = fmt.Sprintf("%s (%d signals)", c.Reason, c.Signals)
+					}
+					return []any{c.ID, c.Subject, c.Attribute, truncate(string(c.Value), 40), fmtTime(c.ValidFrom), c.Source, reason, conflicts}
 				})
 		},
 	}

@@ -151,13 +151,13 @@ func (s *db) SchemaOwners(ctx context.Context) (out []string, err error) {
 	return out, err
 }
 
-const pendingColumns = `tenant_id, pending_id, subject, attribute, member, value_text, valid_from, source, reason, conflicts_with, recorded_at, schema_version`
+const pendingColumns = `tenant_id, pending_id, subject, attribute, member, value_text, valid_from, source, reason, conflicts_with, recorded_at, schema_version, signals`
 
 func scanCandidate(row pgx.Row) (sgam.Candidate, error) {
 	var c sgam.Candidate
 	var member, value string
 	if err := row.Scan(&c.Tenant, &c.ID, &c.Subject, &c.Attribute, &member, &value, &c.ValidFrom, &c.Source, &c.Reason,
-		&c.ConflictsWith, &c.RecordedAt, &c.SchemaVersion); err != nil {
+		&c.ConflictsWith, &c.RecordedAt, &c.SchemaVersion, &c.Signals); err != nil {
 		return c, err
 	}
 	if member != "" {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -242,6 +243,16 @@ func (t *tx) FindPending(c sgam.Candidate) (string, error) {
 	return id, err
 }
 
+// Signals implements engine.Tx.
+func (t *tx) Signals(k sgam.Key) ([]sgam.Candidate, error) {
+	rows, err := t.query(`SELECT `+pendingColumns+` FROM pending WHERE tenant_id = $1 AND subject = $2 AND attribute = $3 AND member = $4
+		AND reason = $5 ORDER BY valid_from, pending_id`, k.Tenant, k.Subject, k.Attribute, k.Member, sgam.ReasonRecurrence)
+	if err != nil {
+		return nil, fmt.Errorf("read signals: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (sgam.Candidate, error) { return scanCandidate(r) })
+}
+
 // DeletePending implements engine.Tx.
 func (t *tx) DeletePending(tenant, id string) (bool, error) {
 	tag, err := t.exec("delete pending", `DELETE FROM pending WHERE tenant_id = $1 AND pending_id = $2`, tenant, id)
@@ -332,9 +343,9 @@ func flushBatch(b *ledger.Batch, now int64) *pgx.Batch {
 		bt.Queue(`UPDATE facts SET actor = $1 WHERE fact_id = ANY($2)`, actor, ids)
 	}
 	for _, c := range b.Hold {
-		bt.Queue(`INSERT INTO pending (`+pendingColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		bt.Queue(`INSERT INTO pending (`+pendingColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			c.Tenant, c.ID, c.Subject, c.Attribute, string(c.Member), string(c.Value), c.ValidFrom, c.Source, c.Reason,
-			c.ConflictsWith, c.RecordedAt, c.SchemaVersion)
+			c.ConflictsWith, c.RecordedAt, c.SchemaVersion, c.Signals)
 	}
 	return bt
 }

@@ -133,7 +133,7 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 	return out, mapErr(rows.Err())
 }
 
-const pendingColumns = `tenant, pending_id, subject, attribute, member, value, valid_from, source, reason, conflicts_with, recorded_at, schema_version`
+const pendingColumns = `tenant, pending_id, subject, attribute, member, value, valid_from, source, reason, conflicts_with, recorded_at, schema_version, signals`
 
 func scanCandidate(sc scanner) (sgam.Candidate, error) {
 	var c sgam.Candidate
@@ -141,7 +141,7 @@ func scanCandidate(sc scanner) (sgam.Candidate, error) {
 	var validFrom, recordedAt int64
 	var conflicts sql.NullInt64
 	if err := sc.Scan(&c.Tenant, &c.ID, &c.Subject, &c.Attribute, &member, &value, &validFrom, &c.Source, &c.Reason,
-		&conflicts, &recordedAt, &c.SchemaVersion); err != nil {
+		&conflicts, &recordedAt, &c.SchemaVersion, &c.Signals); err != nil {
 		return c, err
 	}
 	if member != "" {

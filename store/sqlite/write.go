@@ -269,9 +269,9 @@ func (t *tx) FlushBatch(b *ledger.Batch, now int64, _ bool) error {
 		if c.ConflictsWith != nil {
 			conflicts = *c.ConflictsWith
 		}
-		if _, err := t.exec(fmt.Sprintf("hold %s.%s pending", c.Subject, c.Attribute), `INSERT INTO pending (`+pendingColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		if _, err := t.exec(fmt.Sprintf("hold %s.%s pending", c.Subject, c.Attribute), `INSERT INTO pending (`+pendingColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			c.Tenant, c.ID, c.Subject, c.Attribute, string(c.Member), string(c.Value), sgam.Micros(c.ValidFrom), c.Source,
-			c.Reason, conflicts, sgam.Micros(c.RecordedAt), c.SchemaVersion); err != nil {
+			c.Reason, conflicts, sgam.Micros(c.RecordedAt), c.SchemaVersion, c.Signals); err != nil {
 			return err
 		}
 	}
@@ -304,6 +304,25 @@ func (t *tx) FindPending(c sgam.Candidate) (string, error) {
 		return "", fmt.Errorf("read pending: %w", err)
 	}
 	return id, nil
+}
+
+// Signals implements engine.Tx.
+func (t *tx) Signals(k sgam.Key) ([]sgam.Candidate, error) {
+	rows, err := t.s.w.QueryContext(t.ctx, `SELECT `+pendingColumns+` FROM pending WHERE tenant = ? AND subject = ? AND attribute = ? AND member = ?
+		AND reason = ? ORDER BY valid_from, pending_id`, k.Tenant, k.Subject, k.Attribute, k.Member, sgam.ReasonRecurrence)
+	if err != nil {
+		return nil, fmt.Errorf("read signals: %w", err)
+	}
+	defer rows.Close()
+	var out []sgam.Candidate
+	for rows.Next() {
+		c, err := scanCandidate(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read signals: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // DeletePending implements engine.Tx.

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Schema", func(t *testing.T) { runSchema(t, newStore) })
 	t.Run("TenantSchemas", func(t *testing.T) { runTenantSchemas(t, newStore) })
 	t.Run("ExpireMeetsApply", func(t *testing.T) { runExpireMeetsApply(t, newStore) })
+	t.Run("Promote", func(t *testing.T) { runPromote(t, newStore) })
 	t.Run("Extractions", func(t *testing.T) { runExtractions(t, newStore) })
 	t.Run("ExtractionInputs", func(t *testing.T) { runExtractionInputs(t, newStore) })
 	t.Run("ExtractionQueue", func(t *testing.T) { runExtractionQueue(t, newStore) })

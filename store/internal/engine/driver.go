@@ -123,6 +123,9 @@ type FactTx interface {
 	EpisodeKinds(refs []ledger.EpisodeRef) (map[ledger.EpisodeRef]string, error)
 	// FindPending returns the id of a stored candidate identical to c, or "".
 	FindPending(c sgam.Candidate) (string, error)
+	// Signals returns the stored recurrence signals of a key (its keys
+	// locked by LoadBatch), by valid_from.
+	Signals(k sgam.Key) ([]sgam.Candidate, error)
 	// FlushBatch writes b's outcome (placeholder episodes, evidence,
 	// retractions, rows, actors) and the candidates it holds (b.Hold).
 	// last tells that nothing else will be sent before commit, which a

@@ -87,6 +87,13 @@ func (s *Store) apply(tx Tx, b *ledger.Batch, field string, confirm *sgam.Candid
 	if err != nil {
 		return nil, err
 	}
+	for _, k := range b.PromoteKeys() {
+		signals, err := tx.Signals(k)
+		if err != nil {
+			return nil, err
+		}
+		b.SetSignals(k, signals)
+	}
 	if refs := b.KindsNeeded(); len(refs) > 0 {
 		kinds, err := tx.EpisodeKinds(refs)
 		if err != nil {
@@ -102,8 +109,14 @@ func (s *Store) apply(tx Tx, b *ledger.Batch, field string, confirm *sgam.Candid
 			return nil, err
 		}
 	}
-	if err := tx.FlushBatch(b, now, !more && !b.NeedsReads()); err != nil {
+	last := !more && !b.NeedsReads() && len(b.Dropped) == 0
+	if err := tx.FlushBatch(b, now, last); err != nil {
 		return nil, err
+	}
+	for _, c := range b.Dropped {
+		if _, err := tx.DeletePending(c.Tenant, c.ID); err != nil {
+			return nil, err
+		}
 	}
 	return b.Results(tx.ReadFact)
 }

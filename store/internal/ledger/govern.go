@@ -84,7 +84,7 @@ func (g Gov) Assertion(a sgam.Assertion, now time.Time) (Op, error) {
 		return o, err
 	}
 	o.Key.Attribute, o.Op.Value = attr.Name, v
-	o.Policy, o.Sensitive = attr.Conflict, attr.Sensitive
+	o.Policy, o.Sensitive, o.Promote = attr.Conflict, attr.Sensitive, attr.Promote
 	if attr.Cardinality == schema.Many {
 		if len(v) > sgam.MaxMemberBytes {
 			return o, sgam.Errorf(sgam.Invalid, "value", "is %d bytes; a member of the set %s may have at most %d", len(v), attr.Name, sgam.MaxMemberBytes)
@@ -149,7 +149,7 @@ func (g Gov) Candidate(c sgam.Candidate, confirmer string, now time.Time) ([]Op,
 	if err != nil {
 		return nil, err
 	}
-	o.Policy, o.Sensitive, o.Op.Replace = "", false, true
+	o.Policy, o.Sensitive, o.Promote, o.Op.Replace = "", false, nil, true
 	ops := []Op{o}
 	if confirmer != c.Source {
 		o.Op.Replace = false

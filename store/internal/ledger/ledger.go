@@ -31,6 +31,8 @@ type Op struct {
 	Policy    schema.Policy
 	Sensitive bool
 	Set       bool
+	// Promote is the attribute's consolidation rule, nil for none.
+	Promote *schema.Promote
 
 	// Kind is Write (the temporal rules), or a schema migration's Rewrite
 	// (RowID's value replaced, window kept) or RetractAll (every believed
@@ -81,12 +83,16 @@ type Batch struct {
 	Hold    []sgam.Candidate
 	// Failed is the index of the op Apply refused, -1 when none did.
 	Failed int
+	// Dropped lists the stored signals Apply made obsolete (a different
+	// value, outside the window, promoted): the driver deletes them.
+	Dropped []sgam.Candidate
 
 	keys     map[sgam.Key]*keyState
 	outcomes []temporal.Outcome
 	pending  []int  // by op: 1 + its index in Pending, 0 when not held
 	kept     []bool // by op: prefer_source kept the existing row
 	kinds    map[EpisodeRef]string
+	signals  map[sgam.Key][]sgam.Candidate // stored and held signals, by key
 }
 
 type keyState struct {
@@ -160,6 +166,19 @@ func (b *Batch) Apply(now int64, nextID func() int64, field string) error {
 		if o.Sensitive && o.Op.Value != nil && b.kind(o.Key.Tenant, o.Source) != sgam.KindUserConfirmed {
 			b.pend(i, o, sgam.ReasonSensitive, nil, now)
 			continue
+		}
+		if o.Promote != nil && o.Op.Value != nil {
+			handled, err := b.promote(i, o, now, nextID)
+			if err != nil {
+				b.Failed = i
+				if field != "" {
+					err = sgam.PrefixField(fmt.Sprintf("%s[%d]", field, i), err)
+				}
+				return err
+			}
+			if handled {
+				continue
+			}
 		}
 		out, err := ks.ledger.Apply(o.Op, o.Source, now, nextID)
 		var ce *temporal.ConflictError

@@ -56,3 +56,10 @@ ALTER TABLE budgets FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON budgets
     USING (tenant_id = current_setting('sgam.tenant', true) OR current_setting('sgam.scope', true) = 'all')
     WITH CHECK (tenant_id = current_setting('sgam.tenant', true) OR current_setting('sgam.scope', true) = 'all');
+
+-- Candidates get a third reason, recurrence: a signal of an attribute
+-- under schema promote, with its count of consistent signals so far
+-- (signals; 0 for the other reasons).
+ALTER TABLE pending ADD COLUMN signals integer NOT NULL DEFAULT 0;
+ALTER TABLE pending DROP CONSTRAINT pending_reason_check;
+ALTER TABLE pending ADD CONSTRAINT pending_reason_check CHECK (reason IN ('review', 'sensitive', 'recurrence'));

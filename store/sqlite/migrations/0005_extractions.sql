@@ -41,3 +41,31 @@ CREATE TABLE budgets (
     tenant         TEXT    PRIMARY KEY,
     tokens_per_day INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- Candidates get a third reason, recurrence: a signal of an attribute
+-- under schema promote, with its count of consistent signals so far
+-- (signals; 0 for the other reasons). SQLite changes a CHECK by rebuilding
+-- the table.
+CREATE TABLE pending_new (
+    tenant         TEXT    NOT NULL,
+    pending_id     TEXT    NOT NULL,
+    subject        TEXT    NOT NULL,
+    attribute      TEXT    NOT NULL,
+    member         TEXT    NOT NULL DEFAULT '',
+    value          TEXT    NOT NULL,
+    valid_from     INTEGER NOT NULL,
+    source         TEXT    NOT NULL,
+    reason         TEXT    NOT NULL CHECK (reason IN ('review', 'sensitive', 'recurrence')),
+    conflicts_with INTEGER,              -- the believed fact it disagrees with (review)
+    recorded_at    INTEGER NOT NULL,
+    schema_version INTEGER NOT NULL,
+    signals        INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, pending_id),
+    FOREIGN KEY (tenant, source) REFERENCES episodes (tenant, episode_id)
+) WITHOUT ROWID;
+INSERT INTO pending_new (tenant, pending_id, subject, attribute, member, value, valid_from, source, reason, conflicts_with, recorded_at, schema_version)
+    SELECT tenant, pending_id, subject, attribute, member, value, valid_from, source, reason, conflicts_with, recorded_at, schema_version FROM pending;
+DROP TABLE pending;
+ALTER TABLE pending_new RENAME TO pending;
+CREATE INDEX pending_key ON pending (tenant, subject, attribute);
+CREATE INDEX pending_source ON pending (tenant, source);
