@@ -21,12 +21,12 @@ func TestPromote(t *testing.T) {
 	require.Contains(t, schema.Diff(plain, s), "~ attribute export_format: promote none -> {after: 3, within: 30d}")
 
 	for file, want := range map[string]string{
-		"attributes:\n  f: {memory: preference, type: string, promote: {after: 1, within: 1d}}\n":                      "attributes.f.promote.after: must be between 2 and 100",
-		"attributes:\n  f: {memory: preference, type: string, promote: {after: 3}}\n":                                  "attributes.f.promote.within: is required",
-		"attributes:\n  f: {memory: preference, type: string, promote: {within: 3d}}\n":                                 "attributes.f.promote.after: is required",
-		"attributes:\n  f: {memory: preference, type: string, promote: {after: x, within: 3d}}\n":                       "attributes.f.promote.after: must be a whole number",
-		"attributes:\n  f: {memory: preference, type: string, promote: {after: 3, within: soon}}\n":                     "attributes.f.promote.within",
-		"attributes:\n  f: {memory: preference, type: string, promote: {after: 3, within: 3d, every: 2}}\n":             `unknown key "every"`,
+		"attributes:\n  f: {memory: preference, type: string, promote: {after: 1, within: 1d}}\n":                    "attributes.f.promote.after: must be between 2 and 100",
+		"attributes:\n  f: {memory: preference, type: string, promote: {after: 3}}\n":                                "attributes.f.promote.within: is required",
+		"attributes:\n  f: {memory: preference, type: string, promote: {within: 3d}}\n":                              "attributes.f.promote.after: is required",
+		"attributes:\n  f: {memory: preference, type: string, promote: {after: x, within: 3d}}\n":                    "attributes.f.promote.after: must be a whole number",
+		"attributes:\n  f: {memory: preference, type: string, promote: {after: 3, within: soon}}\n":                  "attributes.f.promote.within",
+		"attributes:\n  f: {memory: preference, type: string, promote: {after: 3, within: 3d, every: 2}}\n":          `unknown key "every"`,
 		"attributes:\n  f: {memory: preference, type: string, cardinality: many, promote: {after: 3, within: 3d}}\n": "applies to single-valued attributes",
 	} {
 		_, err := schema.Parse([]byte(file))

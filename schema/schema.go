@@ -151,7 +151,7 @@ type Attribute struct {
 	// Promote, when set, makes a value a fact only once Promote.After
 	// consistent signals (the same value) from distinct episodes fall
 	// within Promote.Within; until then each is a pending signal.
-	Promote *Promote
+	Promote   *Promote
 	Retention string // a retention class, or "" for none
 	// Aliases are old names that still resolve to this attribute.
 	Aliases []string
