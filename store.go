@@ -77,6 +77,10 @@ type FactReader interface {
 	// subjects of believed facts of tenant, in the order given: how a
 	// reader finds the known subjects a text names.
 	Subjects(ctx context.Context, tenant string, ids []string) ([]string, error)
+	// SubjectsFrom returns the subjects of the facts whose source is one
+	// of episodes (at most MaxSubjectsLookup) as believed at knownAt (zero:
+	// now), by subject: the subjects a session's recent turns were about.
+	SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt time.Time) ([]string, error)
 	// History returns every row of key, retracted rows and tombstones too,
 	// in the order they were written.
 	History(ctx context.Context, key Key) ([]Fact, error)

@@ -309,8 +309,8 @@ type candidate struct {
 }
 
 // subjectsInPlay are, in order: the episode's subjects hint, known
-// subjects its text names, and the subjects the session's recent episodes
-// were extracted into.
+// subjects its text names, and the subjects of the facts the session's
+// recent episodes are the source of, as believed at knownAt.
 func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent []sgam.Episode, knownAt time.Time) ([]candidate, error) {
 	var out []candidate
 	seen := map[string]bool{}
@@ -330,19 +330,17 @@ func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent 
 	for _, s := range known {
 		add(s, true)
 	}
-	for i := len(recent) - 1; i >= 0; i-- {
-		recs, err := x.store.Extractions(ctx, ep.Tenant, recent[i].ID)
+	if len(recent) > 0 {
+		ids := make([]string, len(recent))
+		for i, r := range recent {
+			ids[i] = r.ID
+		}
+		from, err := x.store.SubjectsFrom(ctx, ep.Tenant, ids, knownAt)
 		if err != nil {
 			return nil, err
 		}
-		for j := len(recs) - 1; j >= 0; j-- {
-			if recs[j].Status == sgam.ExtractionFailed || recs[j].At.After(knownAt) {
-				continue
-			}
-			for _, a := range recs[j].Accepted {
-				add(a.Subject, false)
-			}
-			break
+		for _, s := range from {
+			add(s, false)
 		}
 	}
 	return out, nil

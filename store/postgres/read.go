@@ -152,6 +152,22 @@ func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]strin
 	return out, err
 }
 
+// SubjectsFrom implements engine.Reader.
+func (s *db) SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt int64) ([]string, error) {
+	var out []string
+	err := s.read(ctx, tenant, "find subjects", func(tx pgx.Tx) error {
+		k := sgam.FromMicros(knownAt)
+		rows, err := tx.Query(ctx, `SELECT DISTINCT subject FROM facts WHERE tenant_id = $1 AND source = ANY($2)
+			AND recorded_at <= $3 AND (retracted_at IS NULL OR retracted_at > $3) ORDER BY subject`, tenant, episodes, k)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return out, err
+}
+
 // State implements engine.Reader.
 func (s *db) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
 	v, k := s.instants(at)

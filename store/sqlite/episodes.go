@@ -46,13 +46,13 @@ func found[T any](v T, err error, what string) (T, bool, error) {
 
 // EpisodeByID implements engine.Tx (the write lock holds every row).
 func (t *tx) EpisodeByID(tenant, id string) (sgam.Episode, bool, error) {
-	e, err := scanEpisode(t.s.w.QueryRowContext(t.ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, tenant, id))
+	e, err := scanEpisode(t.queryRow(`SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND episode_id = ?2`, tenant, id))
 	return found(e, err, "read episode")
 }
 
 // EpisodeByKey implements engine.Tx.
 func (t *tx) EpisodeByKey(tenant, key string) (sgam.Episode, bool, error) {
-	e, err := scanEpisode(t.s.w.QueryRowContext(t.ctx, `SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND idempotency_key = ?2`, tenant, key))
+	e, err := scanEpisode(t.queryRow(`SELECT `+episodeColumns+` FROM episodes WHERE tenant = ?1 AND idempotency_key = ?2`, tenant, key))
 	return found(e, err, "read episode")
 }
 
@@ -114,7 +114,7 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 	if q.Latest {
 		order = `occurred_at DESC, episode_id DESC`
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE `+where+` ORDER BY `+order+` LIMIT ?2`, args...)
+	rows, err := s.query(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE `+where+` ORDER BY `+order+` LIMIT ?2`, args...)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list episodes: %w", err))
 	}
@@ -158,7 +158,7 @@ func scanCandidate(sc scanner) (sgam.Candidate, error) {
 
 // Pending implements engine.Reader.
 func (s *db) Pending(ctx context.Context, q sgam.PendingQuery) ([]sgam.Candidate, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+pendingColumns+` FROM pending
+	rows, err := s.query(ctx, `SELECT `+pendingColumns+` FROM pending
 		WHERE tenant = ?1 AND (?2 = '' OR subject = ?2) ORDER BY recorded_at, pending_id LIMIT ?3`, q.Tenant, q.Subject, q.Limit)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list pending: %w", err))
@@ -177,7 +177,7 @@ func (s *db) Pending(ctx context.Context, q sgam.PendingQuery) ([]sgam.Candidate
 
 // Candidate implements engine.Reader.
 func (s *db) Candidate(ctx context.Context, tenant, id string) (sgam.Candidate, bool, error) {
-	c, err := scanCandidate(s.rdb.QueryRowContext(ctx, `SELECT `+pendingColumns+` FROM pending WHERE tenant = ? AND pending_id = ?`, tenant, id))
+	c, err := scanCandidate(s.queryRow(ctx, `SELECT `+pendingColumns+` FROM pending WHERE tenant = ? AND pending_id = ?`, tenant, id))
 	c, ok, err := found(c, err, "read pending")
 	return c, ok, mapErr(err)
 }

@@ -23,7 +23,7 @@ func (t *tx) InsertExtraction(x sgam.Extraction) error {
 
 // Extractions implements engine.Reader.
 func (s *db) Extractions(ctx context.Context, tenant, episodeID string) ([]sgam.Extraction, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT record FROM extractions WHERE tenant = ? AND episode_id = ? ORDER BY recorded_at, rowid`, tenant, episodeID)
+	rows, err := s.query(ctx, `SELECT record FROM extractions WHERE tenant = ? AND episode_id = ? ORDER BY recorded_at, rowid`, tenant, episodeID)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list extractions: %w", err))
 	}
@@ -41,7 +41,7 @@ func (s *db) Extractions(ctx context.Context, tenant, episodeID string) ([]sgam.
 
 // ExtractionByPrompt implements engine.Reader.
 func (s *db) ExtractionByPrompt(ctx context.Context, tenant, digest string) (sgam.Extraction, bool, error) {
-	x, err := scanExtraction(s.rdb.QueryRowContext(ctx, `SELECT record FROM extractions
+	x, err := scanExtraction(s.queryRow(ctx, `SELECT record FROM extractions
 		WHERE tenant = ? AND prompt_digest = ? AND status <> ? ORDER BY recorded_at DESC, rowid DESC LIMIT 1`, tenant, digest, sgam.ExtractionFailed))
 	x, ok, err := found(x, err, "read extraction")
 	return x, ok, mapErr(err)
@@ -50,7 +50,7 @@ func (s *db) ExtractionByPrompt(ctx context.Context, tenant, digest string) (sga
 // TokensSpent implements engine.Reader.
 func (s *db) TokensSpent(ctx context.Context, tenant string, since int64) (int, error) {
 	var n int
-	err := s.rdb.QueryRowContext(ctx, `SELECT coalesce(sum(tokens), 0) FROM extractions WHERE tenant = ? AND recorded_at >= ?`, tenant, since).Scan(&n)
+	err := s.queryRow(ctx, `SELECT coalesce(sum(tokens), 0) FROM extractions WHERE tenant = ? AND recorded_at >= ?`, tenant, since).Scan(&n)
 	if err != nil {
 		return 0, mapErr(fmt.Errorf("sum tokens: %w", err))
 	}
@@ -75,7 +75,7 @@ func scanExtraction(sc scanner) (sgam.Extraction, error) {
 // Extracted implements engine.Tx.
 func (t *tx) Extracted(tenant, id string) (bool, error) {
 	var one int
-	err := t.s.w.QueryRowContext(t.ctx, `SELECT 1 FROM extractions WHERE tenant = ? AND episode_id = ? AND status <> ? LIMIT 1`,
+	err := t.queryRow(`SELECT 1 FROM extractions WHERE tenant = ? AND episode_id = ? AND status <> ? LIMIT 1`,
 		tenant, id, sgam.ExtractionFailed).Scan(&one)
 	_, ok, err := found(one, err, "read extractions")
 	return ok, err
@@ -117,7 +117,7 @@ func (t *tx) SetBudget(tenant string, tokensPerDay int) error {
 
 // QueuedExtractions implements engine.Reader.
 func (s *db) QueuedExtractions(ctx context.Context, limit int) ([]sgam.QueuedExtraction, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT tenant, episode_id, again, queued_at FROM extract_queue ORDER BY queued_at, tenant, episode_id LIMIT ?`, limit)
+	rows, err := s.query(ctx, `SELECT tenant, episode_id, again, queued_at FROM extract_queue ORDER BY queued_at, tenant, episode_id LIMIT ?`, limit)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list queued extractions: %w", err))
 	}
@@ -138,7 +138,7 @@ func (s *db) QueuedExtractions(ctx context.Context, limit int) ([]sgam.QueuedExt
 // TokensPerDay implements engine.Reader.
 func (s *db) TokensPerDay(ctx context.Context, tenant string) (int, error) {
 	var n int
-	err := s.rdb.QueryRowContext(ctx, `SELECT tokens_per_day FROM budgets WHERE tenant = ?`, tenant).Scan(&n)
+	err := s.queryRow(ctx, `SELECT tokens_per_day FROM budgets WHERE tenant = ?`, tenant).Scan(&n)
 	n, _, err = found(n, err, "read budget")
 	return n, mapErr(err)
 }

@@ -66,7 +66,7 @@ func (t *tx) Secret() ([]byte, error) {
 // HasEpisode implements engine.Tx.
 func (t *tx) HasEpisode(tenant, id string) (bool, error) {
 	var one int
-	err := t.s.w.QueryRowContext(t.ctx, `SELECT 1 FROM episodes WHERE tenant = ? AND episode_id = ?`, tenant, id).Scan(&one)
+	err := t.queryRow(`SELECT 1 FROM episodes WHERE tenant = ? AND episode_id = ?`, tenant, id).Scan(&one)
 	_, ok, err := found(one, err, "read episode")
 	return ok, err
 }

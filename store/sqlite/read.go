@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sgam-dev/sgam"
@@ -68,10 +69,23 @@ type readStmts struct {
 func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	p := preparer{ctx: ctx, on: db}
 	prep := p.prep
-	r.state = prep(`SELECT ` + factColumns("?4") + ` FROM facts f
-		WHERE tenant = ?1 AND subject = ?2 AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3)
-		  AND recorded_at <= ?4 AND (retracted_at IS NULL OR retracted_at > ?4) AND value IS NOT NULL
-		ORDER BY attribute, member`)
+	// A subject's state, key by key: k walks its keys (attribute, member)
+	// by index seeks (the next member of the attribute, else the next
+	// attribute), and each key's row at the instants is the newest believed
+	// one starting by ?3, if it still holds then. Reading every row of the
+	// subject instead costs its whole history.
+	r.state = prep(`WITH RECURSIVE k(id, attribute, member) AS (
+			SELECT * FROM (SELECT fact_id, attribute, member FROM facts WHERE tenant = ?1 AND subject = ?2 ORDER BY attribute, member LIMIT 1)
+			UNION ALL
+			SELECT n.fact_id, n.attribute, n.member FROM k JOIN facts n ON n.fact_id = coalesce(
+			    (SELECT fact_id FROM facts WHERE tenant = ?1 AND subject = ?2 AND attribute = k.attribute AND member > k.member ORDER BY member LIMIT 1),
+			    (SELECT fact_id FROM facts WHERE tenant = ?1 AND subject = ?2 AND attribute > k.attribute ORDER BY attribute, member LIMIT 1)))
+		SELECT ` + factColumns("?4") + ` FROM k
+		JOIN facts f ON f.fact_id = (SELECT g.fact_id FROM facts g WHERE g.tenant = ?1 AND g.subject = ?2 AND g.attribute = k.attribute
+		    AND g.member = k.member AND g.valid_from <= ?3 AND g.recorded_at <= ?4 AND (g.retracted_at IS NULL OR g.retracted_at > ?4)
+		    ORDER BY g.valid_from DESC LIMIT 1)
+		WHERE (f.valid_to IS NULL OR f.valid_to > ?3) AND f.value IS NOT NULL
+		ORDER BY f.attribute, f.member`)
 	r.members = prep(`SELECT ` + factColumns("?5") + ` FROM facts f
 		WHERE tenant = ?1 AND subject = ?2 AND attribute = ?3 AND valid_from <= ?4 AND (valid_to IS NULL OR valid_to > ?4)
 		  AND recorded_at <= ?5 AND (retracted_at IS NULL OR retracted_at > ?5) AND value IS NOT NULL
@@ -97,6 +111,47 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 // preparer prepares statements one after the other and keeps the first
 // error, so a list of statements reads as a list. made lists them, for
 // closing.
+// prepared returns the read pool's statement of query, prepared on first
+// use: a read's queries are few and fixed, and preparing one costs more
+// than running it.
+func (s *db) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.reads.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.rdb.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.reads.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+// query runs a read through its prepared statement.
+func (s *db) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// queryRow runs a one-row read through its prepared statement.
+func (s *db) queryRow(ctx context.Context, query string, args ...any) scanner {
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return failedRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// failedRow is a row whose query could not be prepared.
+type failedRow struct{ err error }
+
+func (r failedRow) Scan(...any) error { return r.err }
+
 type preparer struct {
 	ctx context.Context
 	on  interface {
@@ -174,8 +229,26 @@ func (s *db) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, err
 // Subjects implements engine.Reader.
 func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]string, error) {
 	list, _ := json.Marshal(ids)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT DISTINCT subject FROM facts
-		WHERE tenant = ?1 AND subject IN (SELECT value FROM json_each(?2)) AND retracted_at IS NULL`, tenant, string(list))
+	// A subject with any believed row has a believed row open in valid
+	// time (the last of some key's timeline): the open-row index answers.
+	rows, err := s.query(ctx, `SELECT e.value FROM json_each(?2) e WHERE EXISTS (SELECT 1 FROM facts INDEXED BY facts_open
+		WHERE tenant = ?1 AND subject = e.value AND retracted_at IS NULL AND valid_to IS NULL)`, tenant, string(list))
+	return collectSubjects(rows, err)
+}
+
+// SubjectsFrom implements engine.Reader.
+func (s *db) SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt int64) ([]string, error) {
+	list, _ := json.Marshal(episodes)
+	// Each episode by the source index (CROSS JOIN keeps json_each the
+	// outer loop): the planner would rather walk every row of the tenant.
+	rows, err := s.query(ctx, `SELECT DISTINCT f.subject FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_source
+		WHERE f.tenant = ?1 AND f.source = e.value AND f.recorded_at <= ?3 AND (f.retracted_at IS NULL OR f.retracted_at > ?3)`, tenant, string(list), knownAt)
+	out, err := collectSubjects(rows, err)
+	slices.Sort(out)
+	return out, err
+}
+
+func collectSubjects(rows *sql.Rows, err error) ([]string, error) {
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("find subjects: %w", err))
 	}
@@ -249,7 +322,7 @@ func (s *db) trace(ctx context.Context, tenant string, factID int64) (sgam.Trace
 
 // Receipts implements engine.Reader.
 func (s *db) Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT receipt FROM audit WHERE tenant = ? ORDER BY at, rowid`, tenant)
+	rows, err := s.query(ctx, `SELECT receipt FROM audit WHERE tenant = ? ORDER BY at, rowid`, tenant)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list receipts: %w", err))
 	}
@@ -271,7 +344,7 @@ func (s *db) Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error
 
 // SchemaHead implements engine.Reader.
 func (s *db) SchemaHead(ctx context.Context, tenant string) (ledger.Head, error) {
-	h, err := scanHead(s.rdb.QueryRowContext(ctx, headQuery, tenant), tenant)
+	h, err := scanHead(s.queryRow(ctx, headQuery, tenant), tenant)
 	return h, mapErr(err)
 }
 
@@ -294,13 +367,13 @@ func schemaVersion(sc scanner) (sgam.SchemaVersion, bool, error) {
 
 // SchemaVersion implements engine.Reader.
 func (s *db) SchemaVersion(ctx context.Context, h ledger.Head) (sgam.SchemaVersion, bool, error) {
-	v, found, err := schemaVersion(s.rdb.QueryRowContext(ctx, `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? AND version = ?`, h.Owner, h.Version))
+	v, found, err := schemaVersion(s.queryRow(ctx, `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? AND version = ?`, h.Owner, h.Version))
 	return v, found, mapErr(err)
 }
 
 // SchemaVersions implements engine.Reader.
 func (s *db) SchemaVersions(ctx context.Context, owner string) ([]sgam.SchemaVersion, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? ORDER BY version`, owner)
+	rows, err := s.query(ctx, `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? ORDER BY version`, owner)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("read schemas: %w", err))
 	}
@@ -318,7 +391,7 @@ func (s *db) SchemaVersions(ctx context.Context, owner string) ([]sgam.SchemaVer
 
 // SchemaOwners implements engine.Reader.
 func (s *db) SchemaOwners(ctx context.Context) ([]string, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT DISTINCT tenant FROM schemas WHERE tenant <> '' ORDER BY tenant`)
+	rows, err := s.query(ctx, `SELECT DISTINCT tenant FROM schemas WHERE tenant <> '' ORDER BY tenant`)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("read schemas: %w", err))
 	}

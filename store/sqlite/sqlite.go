@@ -72,11 +72,15 @@ type db struct {
 	wmu  sync.Mutex // serializes writers of this process; BEGIN IMMEDIATE serializes processes
 	w    *sql.Conn
 	wst  writeStmts
+	// wprep holds the writer's statements of fixed text, prepared on
+	// first use; only a write transaction (under wmu) touches it.
+	wprep map[string]*sql.Stmt
 	bulk map[bulkKey]*sql.Stmt
 
-	rdb  *sql.DB
-	rst  readStmts
-	gets *getPool
+	rdb   *sql.DB
+	rst   readStmts
+	gets  *getPool
+	reads sync.Map // query text -> *sql.Stmt on rdb: reads prepared once (see prepared)
 
 	cache  *currentCache // nil when off
 	ckpt   *checkpointer
@@ -111,7 +115,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
 	}
-	s := &db{path: path, clock: opts.Clock, bulk: map[bulkKey]*sql.Stmt{}}
+	s := &db{path: path, clock: opts.Clock, bulk: map[bulkKey]*sql.Stmt{}, wprep: map[string]*sql.Stmt{}}
 
 	q := url.Values{}
 	q.Set("_busy_timeout", "10000")
@@ -194,6 +198,10 @@ func (s *db) Close() error {
 		errs = append(errs, s.ckpt.close())
 	}
 	for _, st := range s.bulk {
+		st.Close()
+	}
+	s.reads.Range(func(_, st any) bool { st.(*sql.Stmt).Close(); return true })
+	for _, st := range s.wprep {
 		st.Close()
 	}
 	s.wst.close()
@@ -394,12 +402,39 @@ func (t *tx) rollback() {
 
 // exec runs a statement in the transaction and returns the rows affected.
 func (t *tx) exec(what, query string, args ...any) (int64, error) {
-	res, err := t.s.w.ExecContext(t.ctx, query, args...)
+	st, err := t.stmt(query)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	res, err := st.ExecContext(t.ctx, args...)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	n, _ := res.RowsAffected()
 	return n, nil
+}
+
+// stmt returns the writer's statement of a fixed query text, prepared on
+// first use.
+func (t *tx) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := t.s.wprep[query]; ok {
+		return st, nil
+	}
+	st, err := t.s.w.PrepareContext(t.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	t.s.wprep[query] = st
+	return st, nil
+}
+
+// queryRow runs a one-row query of fixed text in the transaction.
+func (t *tx) queryRow(query string, args ...any) scanner {
+	st, err := t.stmt(query)
+	if err != nil {
+		return failedRow{err}
+	}
+	return st.QueryRowContext(t.ctx, args...)
 }
 
 func unavailable(what string, err error) error {

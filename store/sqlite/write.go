@@ -61,7 +61,7 @@ const headQuery = `SELECT coalesce((SELECT max(version) FROM schemas WHERE tenan
 	coalesce((SELECT max(version) FROM schemas WHERE tenant = ''), 0)`
 
 // scanHead reads what headQuery answers.
-func scanHead(row *sql.Row, tenant string) (ledger.Head, error) {
+func scanHead(row scanner, tenant string) (ledger.Head, error) {
 	var own, def int
 	if err := row.Scan(&own, &def); err != nil {
 		return ledger.Head{}, fmt.Errorf("read the schema of %s: %w", tenant, err)

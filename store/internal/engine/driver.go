@@ -45,6 +45,9 @@ type Reader interface {
 	// Subjects returns those of ids that are subjects of believed rows,
 	// in any order.
 	Subjects(ctx context.Context, tenant string, ids []string) ([]string, error)
+	// SubjectsFrom returns the subjects of rows sourced from episodes and
+	// believed at knownAt, by subject.
+	SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt int64) ([]string, error)
 	// History returns every row of key (of every member when key.Member
 	// is empty) by fact id.
 	History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/sgam-dev/sgam"
 )
@@ -112,6 +113,30 @@ func (s *Store) Subjects(ctx context.Context, tenant string, ids []string) (out 
 		}
 	}
 	return out, nil
+}
+
+// SubjectsFrom implements sgam.FactReader.
+func (s *Store) SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt time.Time) (out []string, err error) {
+	defer s.track("SubjectsFrom", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if len(episodes) > sgam.MaxSubjectsLookup {
+		return nil, sgam.Errorf(sgam.Invalid, "episodes", "has %d ids; at most %d", len(episodes), sgam.MaxSubjectsLookup)
+	}
+	if len(episodes) == 0 {
+		return []string{}, nil
+	}
+	if knownAt.IsZero() {
+		knownAt = s.now()
+	} else if knownAt, err = sgam.CheckTime("known_at", knownAt); err != nil {
+		return nil, err
+	}
+	out, err = s.d.SubjectsFrom(ctx, tenant, episodes, sgam.Micros(knownAt))
+	if out == nil && err == nil {
+		out = []string{}
+	}
+	return out, err
 }
 
 // History implements sgam.FactReader.
