@@ -68,14 +68,14 @@ type db struct {
 	path  string
 	clock sgam.Clock
 
-	wdb  *sql.DB
-	wmu  sync.Mutex // serializes writers of this process; BEGIN IMMEDIATE serializes processes
-	w    *sql.Conn
-	wst  writeStmts
+	wdb *sql.DB
+	wmu sync.Mutex // serializes writers of this process; BEGIN IMMEDIATE serializes processes
+	w   *sql.Conn
+	wst writeStmts
 	// wprep holds the writer's statements of fixed text, prepared on
 	// first use; only a write transaction (under wmu) touches it.
 	wprep map[string]*sql.Stmt
-	bulk map[bulkKey]*sql.Stmt
+	bulk  map[bulkKey]*sql.Stmt
 
 	rdb   *sql.DB
 	rst   readStmts
