@@ -69,7 +69,7 @@ func testMCPOverHTTP(t *testing.T, open opener) {
 	require.NoError(t, err)
 	tools, err := acme.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	require.Len(t, tools.Tools, 5)
+	require.Len(t, tools.Tools, 6) // observe, remember, forget_value, recall, history, trace
 
 	first, msg := e.mcpCall(acme, "remember", map[string]any{"subject": "mira", "attribute": "passport_deadline", "value": "2026-07-15",
 		"valid_from": "2026-06-01T09:00:00Z", "quote": "Mira: my passport deadline is July 15."})
