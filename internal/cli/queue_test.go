@@ -82,10 +82,16 @@ func cityEpisodes(n, sessions int) string {
 	return b.String()
 }
 
-// startWorker starts 'sgam worker' as a child process.
+// startWorker starts 'sgam worker' as a child process, rescuing the jobs
+// of dead workers after 2 s.
 func startWorker(t *testing.T, db string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"--db", db, "--tenant", "acme", "worker", "--rescue-after", "2s", "--grace", "1s"}, args...)...)
+	return startWorkerWith(t, db, "2s", args...)
+}
+
+func startWorkerWith(t *testing.T, db, rescueAfter string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"--db", db, "--tenant", "acme", "worker", "--rescue-after", rescueAfter, "--grace", "1s"}, args...)...)
 	cmd.Env = append(os.Environ(), "SGAM_CLI_CHILD=1")
 	logs := &syncBuffer{}
 	cmd.Stderr = logs
@@ -306,4 +312,51 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestWorkerShutdownReleases: a worker stopped by SIGTERM while its model
+// call runs past --grace releases the job at once, losing no attempt: the
+// next worker extracts it without waiting for a rescue.
+func TestWorkerShutdownReleases(t *testing.T) {
+	fake := newCityFake(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "stop.db")
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(citySchema), 0o600))
+	require.Equal(t, 0, sgamRun(t, "", "--db", db, "schema", "apply", schema, "--default").code)
+	r := sgamRun(t, cityEpisodes(1, 1), "--db", db, "--tenant", "acme", "ingest", "-", "--no-wait")
+	require.Equal(t, 0, r.code, r.stderr)
+	asked := make(chan struct{})
+	var first sync.Once
+	fake.setHook(func(string) {
+		first.Do(func() {
+			close(asked)
+			time.Sleep(5 * time.Second) // slower than the worker's grace
+		})
+	})
+	w1 := exec.Command(os.Args[0], "--db", db, "--tenant", "acme", "worker", "--workers", "1", "--grace", "500ms", "--rescue-after", "10m")
+	w1.Env = append(os.Environ(), "SGAM_CLI_CHILD=1")
+	logs := &syncBuffer{}
+	w1.Stderr = logs
+	require.NoError(t, w1.Start())
+	select {
+	case <-asked:
+	case <-time.After(time.Minute):
+		t.Fatal("the model was never asked")
+	}
+	require.NoError(t, w1.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, w1.Wait(), "the worker stops cleanly: %s", logs.String())
+
+	start := time.Now()
+	startWorkerWith(t, db, "10m", "--workers", "1")
+	s, err := store.Open(context.Background(), db, store.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ended, err := queue.Wait(ctx, s, episodeRefs("acme", 1), time.Time{}, 50*time.Millisecond, nil)
+	require.NoError(t, err)
+	require.Equal(t, sgam.ExtractionDone, ended[episodeRefs("acme", 1)[0]].Status)
+	require.Less(t, time.Since(start), 30*time.Second, "released, not left for a rescue in 10 minutes")
+	requireCities(t, s, "acme", 1)
 }
