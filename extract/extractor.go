@@ -228,23 +228,6 @@ func (x *Extractor) shownAt(recs []sgam.Extraction) time.Time {
 	return x.clock.Now().UTC().Truncate(time.Microsecond).Add(-time.Microsecond)
 }
 
-// Prompt returns the prompt that extracting the episode would send now.
-func (x *Extractor) Prompt(ctx context.Context, tenant, episodeID string) (Prompt, error) {
-	ep, err := x.store.Episode(ctx, tenant, episodeID)
-	if err != nil {
-		return Prompt{}, err
-	}
-	recs, err := x.store.Extractions(ctx, ep.Tenant, ep.ID)
-	if err != nil {
-		return Prompt{}, err
-	}
-	in, err := x.input(ctx, ep, x.shownAt(recs))
-	if err != nil {
-		return Prompt{}, err
-	}
-	return Build(in), nil
-}
-
 // input gathers what the prompt of ep shows: the tenant's schema, the
 // subjects in play with their values at occurred_at as believed at
 // knownAt, and the session's latest episodes before it captured by then. Every read is

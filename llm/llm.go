@@ -160,9 +160,6 @@ func (u Usage) Add(v Usage) Usage {
 	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens}
 }
 
-// Total is prompt and completion tokens together.
-func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
-
 // Response is a model's answer.
 type Response struct {
 	// Raw is the text the model answered (message content, or the tool

@@ -197,7 +197,7 @@ func (q *Queue) dispatchLoop(ctx context.Context) {
 	t := time.NewTicker(q.cfg.PollInterval)
 	defer t.Stop()
 	for {
-		n, err := q.Dispatch(ctx)
+		n, err := q.dispatch(ctx)
 		if err != nil && ctx.Err() == nil {
 			q.cfg.Logger.Warn("sgam queue: dispatch failed", "error", err)
 		}
@@ -212,11 +212,11 @@ func (q *Queue) dispatchLoop(ctx context.Context) {
 	}
 }
 
-// Dispatch hands one batch of queued episodes to River, and returns how
+// dispatch hands one batch of queued episodes to River, and returns how
 // many. An episode dispatched twice (by two processes at once, or after a
 // crash between insert and dequeue) is one unique job while it has not
 // ended, and a later duplicate skips an episode extracted already.
-func (q *Queue) Dispatch(ctx context.Context) (int, error) {
+func (q *Queue) dispatch(ctx context.Context) (int, error) {
 	queued, err := q.store.QueuedExtractions(ctx, dispatchBatch)
 	if err != nil || len(queued) == 0 {
 		return 0, err
@@ -310,19 +310,6 @@ func (q *Queue) Status(ctx context.Context, tenant string) (Status, error) {
 		return nil
 	})
 	return st, err
-}
-
-// Failed lists the failed jobs' episodes of a tenant (every tenant when
-// empty).
-func (q *Queue) Failed(ctx context.Context, tenant string) ([]ExtractArgs, error) {
-	var out []ExtractArgs
-	err := q.eachJob(ctx, []rivertype.JobState{rivertype.JobStateDiscarded, rivertype.JobStateCancelled}, func(j *rivertype.JobRow, a ExtractArgs) error {
-		if tenant == "" || a.Tenant == tenant {
-			out = append(out, a)
-		}
-		return nil
-	})
-	return out, err
 }
 
 // Retry makes a tenant's failed jobs (every tenant's when empty)

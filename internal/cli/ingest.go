@@ -253,6 +253,26 @@ func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 	}
 }
 
+// onQueue runs fn on the queue of --db, without workers, for --tenant
+// (every tenant when all is set).
+func (a *app) onQueue(all bool, fn func(q *queue.Queue, tenant string) error) error {
+	s, err := a.openExisting()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	q, err := a.openQueue(s, nil, queueFlags{rescueAfter: 15 * time.Minute, budgetRecheck: time.Minute, maxAttempts: 6})
+	if err != nil {
+		return err
+	}
+	defer q.Stop(a.ctx)
+	tenant := a.tenant
+	if all {
+		tenant = ""
+	}
+	return fn(q, tenant)
+}
+
 func (a *app) ingestRetryCommand() *cobra.Command {
 	var all bool
 	c := &cobra.Command{
@@ -263,29 +283,17 @@ func (a *app) ingestRetryCommand() *cobra.Command {
 serve' or 'sgam ingest' work them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			q, err := a.openQueue(s, nil, queueFlags{rescueAfter: 15 * time.Minute, budgetRecheck: time.Minute, maxAttempts: 6})
-			if err != nil {
-				return err
-			}
-			defer q.Stop(a.ctx)
-			tenant := a.tenant
-			if all {
-				tenant = ""
-			}
-			n, err := q.Retry(a.ctx, tenant)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]int{"retried": n})
-			}
-			fmt.Fprintf(a.stdout, "%d failed extractions queued again\n", n)
-			return nil
+			return a.onQueue(all, func(q *queue.Queue, tenant string) error {
+				n, err := q.Retry(a.ctx, tenant)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(map[string]int{"retried": n})
+				}
+				fmt.Fprintf(a.stdout, "%d failed extractions queued again\n", n)
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&all, "all-tenants", false, "retry every tenant's failed jobs")
@@ -299,30 +307,18 @@ func (a *app) ingestStatusCommand() *cobra.Command {
 		Short: "Count the extraction jobs of --tenant by state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			q, err := a.openQueue(s, nil, queueFlags{rescueAfter: 15 * time.Minute, budgetRecheck: time.Minute, maxAttempts: 6})
-			if err != nil {
-				return err
-			}
-			defer q.Stop(a.ctx)
-			tenant := a.tenant
-			if all {
-				tenant = ""
-			}
-			st, err := q.Status(a.ctx, tenant)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(st)
-			}
-			fmt.Fprintf(a.stdout, "queued %d, waiting for a worker %d, running %d, completed %d, failed %d\n",
-				st.Queued, st.Available, st.Running, st.Completed, st.Failed)
-			return nil
+			return a.onQueue(all, func(q *queue.Queue, tenant string) error {
+				st, err := q.Status(a.ctx, tenant)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(st)
+				}
+				fmt.Fprintf(a.stdout, "queued %d, waiting for a worker %d, running %d, completed %d, failed %d\n",
+					st.Queued, st.Available, st.Running, st.Completed, st.Failed)
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&all, "all-tenants", false, "count every tenant's jobs")

@@ -213,18 +213,18 @@ func TestWorkerKilled(t *testing.T) {
 
 	// (b) e010's extraction commits while the queue's write lock is held:
 	// its job cannot be marked done, and the worker dies trying.
-	var queueLock func()
+	queueLocked := make(chan func(), 1)
 	var once sync.Once
 	fake.setHook(func(ep string) {
 		if ep == "p010 lives in c010." {
-			once.Do(func() { queueLock = lockFile(t, queue.SQLitePath(db)) })
+			once.Do(func() { queueLocked <- lockFile(t, queue.SQLitePath(db)) })
 		}
 	})
 	w2 := startWorker(t, db, "--workers", "1")
 	waitUntil(t, time.Minute, "e010's record", func() bool { return recorded("e010") })
 	time.Sleep(300 * time.Millisecond)
 	kill(t, w2)
-	queueLock()
+	(<-queueLocked)()
 	require.Equal(t, 1, fake.callsOf("p010 lives in c010."))
 
 	// A restarted worker rescues both jobs and finishes the rest.

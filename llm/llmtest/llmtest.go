@@ -147,13 +147,6 @@ func New(t testing.TB, model string, script Script) *Server {
 	return s
 }
 
-// SetScript replaces the script.
-func (s *Server) SetScript(script Script) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.script = script
-}
-
 // Fault makes the next len(replies) calls answer these replies, in order,
 // whatever the script says.
 func (s *Server) Fault(replies ...Reply) {
