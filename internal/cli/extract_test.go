@@ -182,3 +182,25 @@ func TestRememberAndDryRun(t *testing.T) {
 	require.Len(t, shown.Extractions, 1, "a dry run records nothing")
 	require.Equal(t, 1, fake.CallCount(), "the dry run's prompt is the one answered before")
 }
+
+func TestIngestFailedExtraction(t *testing.T) {
+	fake := llmtest.New(t, "m", llmtest.ByEpisode(nil))
+	t.Setenv("SGAM_LLM_BASE_URL", fake.URL)
+	t.Setenv("SGAM_LLM_MODEL", "m")
+	fake.Fault(llmtest.Reply{Status: 400}) // a request the server refuses: no retry mends it
+	db := filepath.Join(t.TempDir(), "t.db")
+	r := sgamRun(t, `{"episode_id":"e1","content":"Mira lives in Oslo."}`, "--db", db, "--tenant", "acme", "ingest", "-", "--workers", "1")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stdout, "1 failed")
+	require.Contains(t, r.stderr, "sgam ingest retry")
+	r = sgamRun(t, "", "--db", db, "--tenant", "acme", "ingest", "status")
+	require.Contains(t, r.stdout, "failed 1")
+
+	// Retried, it runs again (and the server answers this time).
+	r = sgamRun(t, "", "--db", db, "--tenant", "acme", "ingest", "retry")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "1 failed extractions queued again")
+	r = sgamRun(t, "", "--db", db, "--tenant", "acme", "reextract", "--episode", "e1", "--workers", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 2, fake.CallCount())
+}
