@@ -21,6 +21,8 @@ type Store interface {
 	sgam.FactReader
 	sgam.Schemas
 	sgam.Extractions
+	// Budget is the tenant's token budget, checked before every call.
+	Budget(ctx context.Context, tenant string) (sgam.Budget, error)
 }
 
 // ErrNoModel is the error of an extraction when no model is configured.
@@ -68,6 +70,16 @@ type Options struct {
 	LastAttempt bool
 }
 
+// BudgetError refuses a model call: the tenant's token budget for today is
+// spent. Nothing is recorded; the extraction can run once the budget
+// resets or is raised.
+type BudgetError struct{ Budget sgam.Budget }
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("tenant %s has spent its token budget for today (%d of %d tokens); it resets at %s, or raise it with 'sgam budget set'",
+		e.Budget.Tenant, e.Budget.SpentToday, e.Budget.TokensPerDay, sgam.FormatTime(e.Budget.ResetsAt))
+}
+
 // AnswerError is a model's answer that is not the schema's JSON.
 type AnswerError struct{ Reason string }
 
@@ -84,7 +96,8 @@ func Retryable(err error) bool {
 		return le.Retryable()
 	}
 	var ae *AnswerError
-	if errors.As(err, &ae) {
+	var be *BudgetError
+	if errors.As(err, &ae) || errors.As(err, &be) {
 		return true
 	}
 	if errors.Is(err, ErrNoModel) {
@@ -160,6 +173,14 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 	} else if ok {
 		answer, rec.Cached, rec.CachedFrom, rec.RawOutput = llm.Clean(prev.RawOutput), true, prev.ID, prev.RawOutput
 	} else {
+		// Every path that asks the model keeps to the tenant's budget.
+		b, err := x.store.Budget(ctx, tenant)
+		if err != nil {
+			return res, err
+		}
+		if b.Exhausted() {
+			return res, &BudgetError{Budget: b}
+		}
 		start := time.Now()
 		resp, err := x.model.Complete(ctx, llm.Request{System: res.Prompt.System, User: res.Prompt.User, SchemaName: SchemaName, Schema: res.Prompt.Schema})
 		rec.Latency = time.Since(start)

@@ -36,6 +36,10 @@ type ExtractArgs struct {
 	Tenant    string `json:"tenant"`
 	EpisodeID string `json:"episode_id"`
 	Again     bool   `json:"again,omitempty"`
+	// Asked is when an again request was queued: each request is a job
+	// of its own, so that one made while an earlier job of the episode
+	// runs is not taken for it (and lost).
+	Asked time.Time `json:"asked,omitzero"`
 }
 
 // Kind implements river.JobArgs.
@@ -223,7 +227,11 @@ func (q *Queue) dispatch(ctx context.Context) (int, error) {
 	}
 	params := make([]river.InsertManyParams, len(queued))
 	for i, e := range queued {
-		params[i] = river.InsertManyParams{Args: ExtractArgs{Tenant: e.Tenant, EpisodeID: e.EpisodeID, Again: e.Again}}
+		args := ExtractArgs{Tenant: e.Tenant, EpisodeID: e.EpisodeID, Again: e.Again}
+		if e.Again {
+			args.Asked = e.QueuedAt
+		}
+		params[i] = river.InsertManyParams{Args: args}
 	}
 	if _, err := q.river.InsertMany(ctx, params); err != nil {
 		return 0, fmt.Errorf("insert extraction jobs: %w", err)
@@ -264,6 +272,8 @@ func (w *worker) Work(ctx context.Context, job *river.Job[ExtractArgs]) error {
 		return nil
 	case sgam.ErrorCode(err) == sgam.NotFound:
 		return nil // forgotten meanwhile: nothing to extract
+	case errors.As(err, new(*extract.BudgetError)):
+		return river.JobSnooze(q.cfg.BudgetRecheck) // spent since the check above
 	case ctx.Err() != nil:
 		return river.JobSnooze(0) // shutting down: another worker takes it
 	case !extract.Retryable(err):

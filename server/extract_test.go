@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -67,4 +68,23 @@ func testEpisodeExtraction(t *testing.T, open opener) {
 	code, body = bare.do("POST", "/v1/episodes", "acme-write", `{"content":"x"}`)
 	require.Equal(t, 200, code, body)
 	require.Equal(t, false, body["queued"])
+}
+
+func TestExtractNowKeepsToTheBudget(t *testing.T) { eachStore(t, testExtractNowKeepsToTheBudget) }
+
+func testExtractNowKeepsToTheBudget(t *testing.T, open opener) {
+	fake := llmtest.New(t, "m", llmtest.ByEpisode(nil))
+	model, err := llm.New(llm.Config{BaseURL: fake.URL, Model: "m"})
+	require.NoError(t, err)
+	e := newEnvWith(t, open, nil, func(c *server.Config) { c.Extractor = extract.New(c.Store, model) })
+	code, body := e.do("POST", "/v1/episodes", "acme-write", `{"episode_id":"e1","content":"hello","extract":"now"}`)
+	require.Equal(t, 200, code, body)
+	require.NoError(t, e.store.SetBudget(context.Background(), "acme", 1))
+	code, body = e.do("POST", "/v1/episodes", "acme-write", `{"episode_id":"e2","content":"again","extract":"now"}`)
+	require.Equal(t, 503, code, body)
+	_, field := errorOf(t, body)
+	require.Equal(t, "extract", field)
+	require.Equal(t, 1, fake.CallCount(), "no call past the budget")
+	code, _ = e.do("GET", "/v1/episodes/e2", "acme-read", "")
+	require.Equal(t, 200, code, "the episode was captured")
 }

@@ -176,6 +176,11 @@ func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (a
 		// is answered in the record (status failed, its error), not as an
 		// error of the request.
 		res, xerr := s.cfg.Extractor.Extract(r.Context(), c.tenant, out.Episode.ID, extract.Options{})
+		var be *extract.BudgetError
+		if errors.As(xerr, &be) {
+			// The episode is captured; its extraction waits for the budget.
+			return nil, &sgam.Error{Code: sgam.Unavailable, Field: "extract", Message: "episode " + out.Episode.ID + " was captured and not extracted: " + be.Error()}
+		}
 		if xerr != nil && res.Record.ID == "" {
 			return nil, xerr
 		}

@@ -167,6 +167,10 @@ func (l *KeyLedger) believe(r Row) {
 	l.believed = append(l.believed, r)
 }
 
+// Believed returns the rows believed now, loaded or inserted here, in no
+// particular order. The caller must not change them.
+func (l *KeyLedger) Believed() []Row { return l.believed }
+
 // Row returns a row inserted by this ledger, or nil.
 func (l *KeyLedger) Row(id int64) *Inserted { return l.byID[id] }
 

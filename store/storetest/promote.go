@@ -12,6 +12,7 @@ import (
 const promoteSchema = `
 attributes:
   export_format: {memory: preference, type: string, promote: {after: 3, within: 30d}, description: "the file format the user asks exports in"}
+  city: {memory: profile, type: string, promote: {after: 2, within: 30d}}
 `
 
 // runPromote: under promote {after: 3, within: 30d} a value becomes a fact
@@ -97,6 +98,54 @@ func runPromote(t *testing.T, newStore Factory) {
 	require.NoError(t, err)
 	require.NotNil(t, r.Fact)
 
+	// A promotion from before a stored change of value closes the value
+	// before it there, and the later value stays: no overlap.
+	say := func(subject, value, at string) sgam.WriteResult { return sayAttr(b, subject, "city", value, at, &n) }
+	say("zoe", "Paris", "2026-01-01T00:00:00Z")
+	say("zoe", "Paris", "2026-01-01T00:00:00Z")
+	say("zoe", "Rome", "2026-03-01T00:00:00Z")
+	require.NotNil(t, say("zoe", "Rome", "2026-03-01T00:00:00Z").Fact)
+	say("zoe", "Milan", "2026-02-25T00:00:00Z")
+	r = say("zoe", "Milan", "2026-03-05T00:00:00Z")
+	require.NotNil(t, r.Fact)
+	require.Equal(t, b.at("2026-02-25T00:00:00Z"), r.Fact.ValidFrom)
+	require.Equal(t, `"Paris"`, string(b.get(key(tenantA, "zoe", "city"), "2026-02-20T00:00:00Z", "").Value))
+	require.Equal(t, `"Milan"`, string(b.get(key(tenantA, "zoe", "city"), "2026-02-27T00:00:00Z", "").Value))
+	require.Equal(t, `"Rome"`, string(b.get(key(tenantA, "zoe", "city"), "2026-03-02T00:00:00Z", "").Value))
+
+	// In one batch: the second signal promotes, the third is a repeat of
+	// the fact, and no signal is left behind.
+	for _, id := range []string{"b1", "b2", "b3"} {
+		b.episode(tenantA, id, "in Oslo", "2026-01-01T00:00:00Z")
+	}
+	res, err := b.store.AssertMany(b.ctx, []sgam.Assertion{
+		{Key: key(tenantA, "ida", "city"), Value: jsonString("Oslo"), ValidFrom: b.at("2026-01-01T00:00:00Z"), Source: "b1"},
+		{Key: key(tenantA, "ida", "city"), Value: jsonString("Oslo"), ValidFrom: b.at("2026-01-02T00:00:00Z"), Source: "b2"},
+		{Key: key(tenantA, "ida", "city"), Value: jsonString("Oslo"), ValidFrom: b.at("2026-01-03T00:00:00Z"), Source: "b3"},
+	})
+	require.NoError(t, err)
+	require.NotNil(t, res[1].Fact)
+	require.NotNil(t, res[2].Fact)
+	require.Empty(t, pending(tenantA, "ida"))
+
+	// A retried signal settles onto its stored row, which a different
+	// value earlier in the same batch had dropped: the row stays.
+	b.episode(tenantA, "r1", "in Oslo", "2026-01-01T00:00:00Z")
+	b.episode(tenantA, "r2", "in Bergen", "2026-01-02T00:00:00Z")
+	first, err := b.store.Assert(b.ctx, sgam.Assertion{Key: key(tenantA, "ola", "city"), Value: jsonString("Oslo"), ValidFrom: b.at("2026-01-01T00:00:00Z"), Source: "r1"})
+	require.NoError(t, err)
+	res, err = b.store.AssertMany(b.ctx, []sgam.Assertion{
+		{Key: key(tenantA, "ola", "city"), Value: jsonString("Bergen"), ValidFrom: b.at("2026-01-02T00:00:00Z"), Source: "r2"},
+		{Key: key(tenantA, "ola", "city"), Value: jsonString("Oslo"), ValidFrom: b.at("2026-01-01T00:00:00Z"), Source: "r1"},
+	})
+	require.NoError(t, err)
+	require.Equal(t, first.Pending.ID, res[1].Pending.ID)
+	var ids []string
+	for _, c := range pending(tenantA, "ola") {
+		ids = append(ids, c.ID)
+	}
+	require.Contains(t, ids, first.Pending.ID, "the candidate a result names exists")
+
 	// The other tenant has none of it.
 	require.Empty(t, pending(tenantB, ""))
 	require.Nil(t, b.get(key(tenantB, "mira", "export_format"), "", ""))
@@ -104,3 +153,15 @@ func runPromote(t *testing.T, newStore Factory) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// sayAttr captures an episode and asserts value of subject's attribute
+// from it at an instant.
+func sayAttr(b *bundle, subject, attribute, value, at string, n *int) sgam.WriteResult {
+	b.t.Helper()
+	*n++
+	id := "s" + itoa(*n)
+	b.episode(tenantA, id, "says "+value, at)
+	r, err := b.store.Assert(b.ctx, sgam.Assertion{Key: key(tenantA, subject, attribute), Value: jsonString(value), ValidFrom: b.at(at), Source: id})
+	require.NoError(b.t, err)
+	return r
+}

@@ -109,6 +109,7 @@ func (s *Store) apply(tx Tx, b *ledger.Batch, field string, confirm *sgam.Candid
 			return nil, err
 		}
 	}
+	b.KeepSettled()
 	last := !more && !b.NeedsReads() && len(b.Dropped) == 0
 	if err := tx.FlushBatch(b, now, last); err != nil {
 		return nil, err

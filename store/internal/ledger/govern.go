@@ -487,6 +487,9 @@ func (b *Batch) SettlePending(find func(sgam.Candidate) (string, error)) error {
 	}
 	seen := map[ident]string{}
 	for i := range b.Pending {
+		if b.unheld[i] {
+			continue // a signal a later op of the batch dropped or promoted
+		}
 		c := &b.Pending[i]
 		id := ident{c.Key(), sgam.Micros(c.ValidFrom), string(c.Value), c.Source}
 		if have, ok := seen[id]; ok {

@@ -93,6 +93,8 @@ type Batch struct {
 	kept     []bool // by op: prefer_source kept the existing row
 	kinds    map[EpisodeRef]string
 	signals  map[sgam.Key][]sgam.Candidate // stored and held signals, by key
+	held     map[string]int                // a signal held by this batch: its index in Pending
+	unheld   map[int]bool                  // signals held by this batch that a later op dropped or promoted
 }
 
 type keyState struct {
@@ -103,11 +105,16 @@ type keyState struct {
 
 // New groups ops by key.
 func New(ops []Op) *Batch {
-	b := &Batch{Ops: ops, keys: make(map[sgam.Key]*keyState)}
+	b := &Batch{Ops: ops, keys: make(map[sgam.Key]*keyState), Failed: -1}
 	for _, o := range ops {
 		tmin, tmax := o.Op.ValidFrom, o.Op.ValidFrom
 		if o.Kind != Write {
 			tmin, tmax = fullWindow[0], fullWindow[1]
+		}
+		if o.Promote != nil && o.Op.Value != nil {
+			// A promotion writes the fact from the earliest signal, up to
+			// Within before the op: its neighbours there must be loaded.
+			tmin = max(fullWindow[0], tmin-o.Promote.Within.Microseconds())
 		}
 		ks := b.keys[o.Key]
 		if ks == nil {

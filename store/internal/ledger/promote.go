@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/temporal"
 )
 
 // Consolidation (schema promote: {after: N, within: W}): a value becomes a
@@ -43,8 +42,10 @@ func (b *Batch) SetSignals(k sgam.Key, signals []sgam.Candidate) {
 func (b *Batch) promote(i int, o Op, now int64, nextID func() int64) (bool, error) {
 	ks := b.keys[o.Key]
 	t, v := o.Op.ValidFrom, o.Op.Value
-	for _, r := range ks.loaded {
-		if r.RetractedAt == temporal.Open && r.Contains(t) && bytes.Equal(r.Value, v) {
+	// Believed now: the stored rows and those this batch wrote (a promotion
+	// of an earlier op).
+	for _, r := range ks.ledger.Believed() {
+		if r.Contains(t) && bytes.Equal(r.Value, v) {
 			return false, nil
 		}
 	}
@@ -57,7 +58,7 @@ func (b *Batch) promote(i int, o Op, now int64, nextID func() int64) (bool, erro
 		case !bytes.Equal(c.Value, v), vf < t-within, vf > t+within:
 			// A different value starts the run over; a signal outside the
 			// window no longer counts.
-			b.Dropped = append(b.Dropped, c)
+			b.drop(c)
 		default:
 			run = append(run, c)
 			kept = append(kept, c)
@@ -74,9 +75,14 @@ func (b *Batch) promote(i int, o Op, now int64, nextID func() int64) (bool, erro
 	}
 	if len(sources) < o.Promote.After {
 		b.pend(i, o, sgam.ReasonRecurrence, nil, now)
-		b.Pending[len(b.Pending)-1].Signals = len(sources)
+		p := len(b.Pending) - 1
+		b.Pending[p].Signals = len(sources)
 		// Later ops of the batch count this one.
-		b.signals[o.Key] = append(b.signals[o.Key], b.Pending[len(b.Pending)-1])
+		if b.held == nil {
+			b.held, b.unheld = map[string]int{}, map[int]bool{}
+		}
+		b.held[b.Pending[p].ID] = p
+		b.signals[o.Key] = append(b.signals[o.Key], b.Pending[p])
 		return true, nil
 	}
 	// Enough: the fact, from the earliest signal, the others as evidence.
@@ -95,10 +101,50 @@ func (b *Batch) promote(i int, o Op, now int64, nextID func() int64) (bool, erro
 	}
 	b.outcomes[i] = out
 	for _, c := range run {
-		if c.ID != "" {
-			b.Dropped = append(b.Dropped, c)
+		if p, ok := b.held[c.ID]; ok {
+			// Held by an earlier op of this batch: that op's result is
+			// the fact too.
+			for j := range b.pending {
+				if b.pending[j] == p+1 {
+					b.pending[j], b.outcomes[j] = 0, out
+				}
+			}
 		}
+		b.drop(c)
 	}
 	b.signals[o.Key] = nil
 	return true, nil
+}
+
+// drop makes a signal obsolete: a stored one is deleted after the flush
+// (Dropped), one held by this batch is not stored at all.
+func (b *Batch) drop(c sgam.Candidate) {
+	if p, ok := b.held[c.ID]; ok {
+		b.unheld[p] = true
+		return
+	}
+	b.Dropped = append(b.Dropped, c)
+}
+
+// KeepSettled takes back from Dropped the stored signals that a held
+// candidate of the batch was settled onto (SettlePending found it
+// identical, a retried signal): the candidate is that row, so it stays.
+// Call it after SettlePending.
+func (b *Batch) KeepSettled() {
+	if len(b.Dropped) == 0 {
+		return
+	}
+	held := map[string]bool{}
+	for i, c := range b.Pending {
+		if !b.unheld[i] {
+			held[c.ID] = true
+		}
+	}
+	kept := b.Dropped[:0]
+	for _, c := range b.Dropped {
+		if !held[c.ID] {
+			kept = append(kept, c)
+		}
+	}
+	b.Dropped = kept
 }
