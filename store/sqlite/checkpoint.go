@@ -105,12 +105,21 @@ func (c *checkpointer) checkpoint(mode string) (busy, frames, done int, err erro
 }
 
 // close stops the checkpointer and truncates the WAL if nothing is in the
-// way (another process may still be using it).
+// way (another process may still be using it). Another user's
+// checkpointer may hold the checkpoint for a moment (the truncate does not
+// wait: busy_timeout 0), so it tries a few times; a reader that keeps an
+// old snapshot open keeps the WAL, as it must.
 func (c *checkpointer) close() error {
 	close(c.stop)
 	c.wg.Wait()
 	c.mu.Lock()
-	c.checkpoint("TRUNCATE")
+	for try := 0; try < 5; try++ {
+		busy, _, _, err := c.checkpoint("TRUNCATE")
+		if err == nil && busy == 0 {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 10 * time.Millisecond)
+	}
 	c.mu.Unlock()
 	return c.db.Close()
 }
