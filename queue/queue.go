@@ -248,32 +248,26 @@ type worker struct {
 	q *Queue
 }
 
-// Work extracts one episode. A spent budget, no model, or a shutdown
-// snooze the job (no attempt lost); a model failure that a retry may
-// mend returns the error (River retries with backoff); one that no retry
-// mends, or the last attempt's, fails the job for good.
+// Work extracts one episode. A spent budget (the Extractor checks it
+// before it asks the model), no model, or a shutdown snooze the job (no
+// attempt lost); a model failure that a retry may mend returns the error
+// (River retries with backoff); one that no retry mends, or the last
+// attempt's, fails the job for good.
 func (w *worker) Work(ctx context.Context, job *river.Job[ExtractArgs]) error {
 	a := job.Args
 	q := w.q
-	b, err := q.store.Budget(ctx, a.Tenant)
-	if err != nil {
-		return err
-	}
-	if b.Exhausted() {
-		return river.JobSnooze(q.cfg.BudgetRecheck)
-	}
 	if q.x.Model() == nil {
 		return river.JobSnooze(q.cfg.BudgetRecheck)
 	}
 	last := job.Attempt >= job.MaxAttempts
-	_, err = q.x.Extract(ctx, a.Tenant, a.EpisodeID, extract.Options{Again: a.Again, LastAttempt: last})
+	_, err := q.x.Extract(ctx, a.Tenant, a.EpisodeID, extract.Options{Again: a.Again, LastAttempt: last})
 	switch {
 	case err == nil:
 		return nil
 	case sgam.ErrorCode(err) == sgam.NotFound:
 		return nil // forgotten meanwhile: nothing to extract
 	case errors.As(err, new(*extract.BudgetError)):
-		return river.JobSnooze(q.cfg.BudgetRecheck) // spent since the check above
+		return river.JobSnooze(q.cfg.BudgetRecheck)
 	case ctx.Err() != nil:
 		return river.JobSnooze(0) // shutting down: another worker takes it
 	case !extract.Retryable(err):

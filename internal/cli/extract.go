@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -169,12 +169,8 @@ finish; the rest are released for another worker, losing no attempt.`,
 
 // redactDSN hides a password in a database URL.
 func redactDSN(dsn string) string {
-	if i := strings.Index(dsn, "://"); i >= 0 {
-		if at := strings.LastIndex(dsn, "@"); at > i {
-			if colon := strings.Index(dsn[i+3:at], ":"); colon >= 0 {
-				return dsn[:i+3+colon] + ":***" + dsn[at:]
-			}
-		}
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		return u.Redacted()
 	}
 	return dsn
 }

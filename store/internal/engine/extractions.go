@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
+	"encoding/json"
 	"time"
 
 	"github.com/sgam-dev/sgam"
@@ -179,7 +179,8 @@ func rejection(w sgam.CandidateWrite, err error) sgam.Rejection {
 	case field == "valid_from" || field == "at":
 		reason = sgam.RejectInvalidTime
 	}
-	u := fmt.Appendf(nil, `{"subject":%q,"attribute":%q,"change":%q}`, w.Subject, w.Attribute, w.Change)
+	// JSON, not Go quoting: a subject may hold any text.
+	u, _ := json.Marshal(map[string]string{"subject": w.Subject, "attribute": w.Attribute, "change": w.Change})
 	return sgam.Rejection{Index: w.Index, Update: u, Reason: reason, Field: field, Message: sgam.ErrorMessage(err)}
 }
 
