@@ -214,7 +214,7 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 	switch probe.Type {
 	case "header":
 		var h header
-		if err := strictDecode(raw, &h); err != nil {
+		if err := sgam.DecodeStrict(raw, &h); err != nil {
 			return Record{}, err
 		}
 		if r.sawHeader {
@@ -233,7 +233,7 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 			return Record{}, sgam.Errorf(sgam.Invalid, "type", "episodes must come before facts")
 		}
 		var l episodeLine
-		if err := strictDecode(raw, &l); err != nil {
+		if err := sgam.DecodeStrict(raw, &l); err != nil {
 			return Record{}, err
 		}
 		e := sgam.Episode{Tenant: l.Tenant, ID: l.EpisodeID, Session: l.Session, Kind: l.Kind, Content: l.Content,
@@ -249,7 +249,7 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 	case "fact":
 		r.sawFact = true
 		var l factLine
-		if err := strictDecode(raw, &l); err != nil {
+		if err := sgam.DecodeStrict(raw, &l); err != nil {
 			return Record{}, err
 		}
 		f, err := fromFactLine(l)
@@ -296,49 +296,6 @@ func fromFactLine(l factLine) (sgam.StoredFact, error) {
 		f.Evidence = append(f.Evidence, sgam.Evidence{EpisodeID: e.EpisodeID, RecordedAt: at})
 	}
 	return f, nil
-}
-
-// strictDecode decodes one JSON object into v, rejecting unknown fields
-// and naming the field at fault.
-func strictDecode(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fieldError(err)
-	}
-	if dec.More() {
-		return sgam.Errorf(sgam.Invalid, "line", "holds more than one JSON value")
-	}
-	return nil
-}
-
-// fieldError turns an encoding/json error into an *sgam.Error naming the
-// field.
-func fieldError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return sgam.Errorf(sgam.Invalid, te.Field, "must be %s, not JSON %s", typeName(te.Type.String()), te.Value)
-	}
-	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
-		return sgam.Errorf(sgam.Invalid, field, "is not a known field")
-	}
-	return sgam.Errorf(sgam.Invalid, "line", "is not valid JSON: %v", err)
-}
-
-func typeName(goType string) string {
-	switch goType {
-	case "string", "*string":
-		return "a string"
-	case "int", "int64", "*int64":
-		return "an integer"
-	case "bool":
-		return "true or false"
-	}
-	if strings.HasPrefix(goType, "[]") {
-		return "an array"
-	}
-	return "an object"
 }
 
 // ImportOptions control Import.

@@ -41,10 +41,8 @@ func parseIngestLine(raw []byte, tenant string) (sgam.Episode, error) {
 		return sgam.Episode{}, err
 	}
 	var l ingestLine
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
-		return sgam.Episode{}, jsonFieldError(err)
+	if err := sgam.DecodeStrict(raw, &l); err != nil {
+		return sgam.Episode{}, err
 	}
 	if l.Tenant == "" {
 		l.Tenant = tenant
@@ -62,20 +60,6 @@ func parseIngestLine(raw []byte, tenant string) (sgam.Episode, error) {
 		return e, sgam.Errorf(sgam.Invalid, "content", "is required: the episode's text")
 	}
 	return e, nil
-}
-
-// jsonFieldError names the field of an encoding/json decoding error.
-func jsonFieldError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return sgam.Errorf(sgam.Invalid, te.Field, "has the wrong type: JSON %s", te.Value)
-	}
-	msg := err.Error()
-	const unknown = "json: unknown field "
-	if len(msg) > len(unknown) && msg[:len(unknown)] == unknown {
-		return sgam.Errorf(sgam.Invalid, msg[len(unknown)+1:len(msg)-1], "is not a field of an episode line")
-	}
-	return sgam.Errorf(sgam.Invalid, "line", "is not a JSON object: %v", err)
 }
 
 func (a *app) ingestCommand() *cobra.Command {

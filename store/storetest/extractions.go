@@ -187,6 +187,17 @@ func runExtractionInputs(t *testing.T, newStore Factory) {
 	require.Equal(t, []string{"omar"}, known)
 	_, err = b.store.Subjects(b.ctx, tenantA, make([]string, sgam.MaxSubjectsLookup+1))
 	requireCode(t, err, sgam.Invalid, "ids")
+
+	// The subjects of the facts an episode is the source of, per tenant.
+	from, err := b.store.SubjectsFrom(b.ctx, tenantA, []string{"s0", "s1"}, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"acct-42", "mira"}, from)
+	from, err = b.store.SubjectsFrom(b.ctx, tenantB, []string{"s0"}, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"omar"}, from, "none of acme's")
+	from, err = b.store.SubjectsFrom(b.ctx, tenantA, []string{"s0"}, b.at("2025-12-31T00:00:00Z"))
+	require.NoError(t, err)
+	require.Empty(t, from, "nothing was believed before the facts were written")
 }
 
 func episodeIDs(es []sgam.Episode) []string {
