@@ -360,3 +360,42 @@ func TestWorkerShutdownReleases(t *testing.T) {
 	require.Less(t, time.Since(start), 30*time.Second, "released, not left for a rescue in 10 minutes")
 	requireCities(t, s, "acme", 1)
 }
+
+// TestWorkersShareOnSQLite: two worker processes on one SQLite file (and
+// its queue beside it) share the episodes while CLI readers and a capture
+// run beside them: every episode extracted once, the file clean.
+func TestWorkersShareOnSQLite(t *testing.T) {
+	fake := newCityFake(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "share.db")
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(citySchema), 0o600))
+	require.Equal(t, 0, sgamRun(t, "", "--db", db, "schema", "apply", schema, "--default").code)
+	fake.setHook(func(string) { time.Sleep(5 * time.Millisecond) })
+	startWorker(t, db, "--workers", "2")
+	startWorker(t, db, "--workers", "2")
+	const n = 60
+	r := sgamRun(t, cityEpisodes(n, 6), "--db", db, "--tenant", "acme", "ingest", "-", "--no-wait")
+	require.Equal(t, 0, r.code, r.stderr)
+	for i := range 5 { // readers in other processes meanwhile
+		get := exec.Command(os.Args[0], "--db", db, "--tenant", "acme", "get", fmt.Sprintf("p%03d", i), "city")
+		get.Env = append(os.Environ(), "SGAM_CLI_CHILD=1")
+		out, err := get.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	s, err := store.Open(context.Background(), db, store.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ended, err := queue.Wait(ctx, s, episodeRefs("acme", n), time.Time{}, 50*time.Millisecond, nil)
+	require.NoError(t, err)
+	for ref, rec := range ended {
+		require.Equal(t, sgam.ExtractionDone, rec.Status, ref)
+	}
+	requireCities(t, s, "acme", n)
+	for i := range n {
+		require.Equal(t, 1, fake.callsOf(fmt.Sprintf("p%03d lives in c%03d.", i, i)), "asked once")
+	}
+	require.Equal(t, 0, sgamRun(t, "", "--db", db, "check").code)
+}
