@@ -161,6 +161,12 @@ type Admin interface {
 	// tenant's schema, has run out at the store clock's now, with one
 	// receipt per tenant touched.
 	Expire(ctx context.Context) ([]Receipt, error)
+	// Reindex rebuilds the full-text index of a tenant's episodes (every
+	// tenant's when tenant is empty) from their content, in transactions of
+	// a few thousand episodes, so that every episode stays searchable
+	// while it runs; progress, when set, is told the episodes done of
+	// total after each. It returns the episodes indexed.
+	Reindex(ctx context.Context, tenant string, progress func(done, total int)) (int, error)
 	// Compact reclaims the space of deleted rows so that deleted content is
 	// gone from the files too (SQLite: checkpoint and VACUUM).
 	Compact(ctx context.Context) error
@@ -188,6 +194,7 @@ type Store interface {
 	Lifecycle
 	Extractions
 	ExtractionQueue
+	Search
 	Admin
 	Close() error
 }

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/schema"
+	"github.com/sgam-dev/sgam/words"
 )
 
 // Store is what an Extractor reads and writes.
@@ -327,7 +326,7 @@ func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent 
 	for _, s := range ep.Subjects {
 		add(s, false)
 	}
-	known, err := x.store.Subjects(ctx, ep.Tenant, Words(ep.Content, sgam.MaxSubjectsLookup))
+	known, err := x.store.Subjects(ctx, ep.Tenant, words.Candidates(ep.Content, sgam.MaxSubjectsLookup))
 	if err != nil {
 		return nil, err
 	}
@@ -348,39 +347,6 @@ func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent 
 		}
 	}
 	return out, nil
-}
-
-// Words returns the words of a text that could be subject ids, at most
-// max, in order of first appearance: lowercased words ("Mira's" is mira)
-// and pairs of adjacent words joined by a hyphen and an underscore ("acct
-// 42" is acct-42 and acct_42).
-func Words(text string, max int) []string {
-	var words []string
-	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '\'' || r == '.' || r == '’')
-	}) {
-		f = strings.TrimSuffix(strings.TrimSuffix(f, "'s"), "’s")
-		f = strings.Trim(f, "-_.'’")
-		if f != "" {
-			words = append(words, f)
-		}
-	}
-	seen := map[string]bool{}
-	var out []string
-	add := func(w string) {
-		if len(out) < max && !seen[w] {
-			seen[w] = true
-			out = append(out, w)
-		}
-	}
-	for i, w := range words {
-		add(w)
-		if i+1 < len(words) {
-			add(w + "-" + words[i+1])
-			add(w + "_" + words[i+1])
-		}
-	}
-	return out
 }
 
 // parsed returns the parsed schema of a stored version.

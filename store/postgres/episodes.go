@@ -14,10 +14,12 @@ import (
 
 const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, ''), subjects`
 
-func scanEpisode(row pgx.Row) (sgam.Episode, error) {
+// scanEpisode scans the episodeColumns of a row, then extra.
+func scanEpisode(row pgx.Row, extra ...any) (sgam.Episode, error) {
 	var e sgam.Episode
 	var metadata *string
-	if err := row.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &e.OccurredAt, &e.RecordedAt, &metadata, &e.IdempotencyKey, &e.Retention, &e.Subjects); err != nil {
+	dest := append([]any{&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &e.OccurredAt, &e.RecordedAt, &metadata, &e.IdempotencyKey, &e.Retention, &e.Subjects}, extra...)
+	if err := row.Scan(dest...); err != nil {
 		return e, err
 	}
 	e.OccurredAt, e.RecordedAt = e.OccurredAt.UTC(), e.RecordedAt.UTC()

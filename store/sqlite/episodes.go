@@ -13,11 +13,13 @@ import (
 
 const episodeColumns = `tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, ''), subjects`
 
-func scanEpisode(sc scanner) (sgam.Episode, error) {
+// scanEpisode scans the episodeColumns of a row, then extra.
+func scanEpisode(sc scanner, extra ...any) (sgam.Episode, error) {
 	var e sgam.Episode
 	var occurred, recorded int64
 	var metadata, subjects []byte
-	if err := sc.Scan(&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &occurred, &recorded, &metadata, &e.IdempotencyKey, &e.Retention, &subjects); err != nil {
+	dest := append([]any{&e.Tenant, &e.ID, &e.Session, &e.Kind, &e.Content, &occurred, &recorded, &metadata, &e.IdempotencyKey, &e.Retention, &subjects}, extra...)
+	if err := sc.Scan(dest...); err != nil {
 		return e, err
 	}
 	if subjects != nil {

@@ -425,6 +425,12 @@ func (s *db) Compact(ctx context.Context) error {
 		}
 		return nil
 	}
+	// Merge the full-text index into one segment: what deletes left in
+	// the index's pages (secure-delete removes the terms; merging drops
+	// the rest) goes before VACUUM rewrites the file.
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO search_fts (search_fts) VALUES ('optimize')`); err != nil {
+		return mapErr(fmt.Errorf("compact: merge the search index: %w", err))
+	}
 	if err := checkpoint(); err != nil {
 		return err
 	}

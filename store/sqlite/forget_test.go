@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -75,6 +76,13 @@ func TestForgetErasesBytes(t *testing.T) {
 
 	before := fileBytes(t, path)
 	require.True(t, bytes.Contains(before, []byte(valueMark)), "the test writes the marker at all")
+	// The words of episodes are in the full-text index too (as terms:
+	// "content-marker-p5r8z" is content, marker and p5r8z).
+	for _, word := range []string{"p5r8z", "h4m6t"} {
+		hits, err := s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: word})
+		require.NoError(t, err)
+		require.Len(t, hits, 1, word)
+	}
 
 	rc, err := s.Forget(ctx, sgam.ForgetRequest{Tenant: "acme", Subject: subject})
 	require.NoError(t, err)
@@ -85,8 +93,13 @@ func TestForgetErasesBytes(t *testing.T) {
 	require.NoError(t, s.Compact(ctx))
 
 	all := fileBytes(t, path)
-	for _, mark := range []string{subject, valueMark, contentMark, episodeMark} {
+	for _, mark := range []string{subject, valueMark, contentMark, episodeMark, "p5r8z", "h4m6t"} {
 		require.False(t, bytes.Contains(all, []byte(mark)), "%s is still in the files", mark)
+	}
+	for _, word := range []string{"p5r8z", "h4m6t"} {
+		hits, err := s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: word})
+		require.NoError(t, err)
+		require.Empty(t, hits, word)
 	}
 	require.True(t, bytes.Contains(all, []byte(keptMark)), "what was not forgotten is still there")
 
@@ -109,9 +122,29 @@ func TestForgetErasesBytes(t *testing.T) {
 	closed = true
 	require.NoError(t, s.Close())
 	all = fileBytes(t, path)
-	for _, mark := range []string{subject, valueMark, contentMark, episodeMark} {
+	for _, mark := range []string{subject, valueMark, contentMark, episodeMark, "p5r8z", "h4m6t"} {
 		require.False(t, bytes.Contains(all, []byte(mark)), "%s is in the files after close", mark)
 	}
+	// The index's terms, read through fts5vocab: the forgotten words are
+	// not in it (a term can be stored prefix-compressed, so the bytes
+	// alone would not prove it), the kept one is.
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, search_fts, 'row')`)
+	require.NoError(t, err)
+	rows, err := db.Query(`SELECT term FROM temp.terms`)
+	require.NoError(t, err)
+	var terms []string
+	for rows.Next() {
+		var term string
+		require.NoError(t, rows.Scan(&term))
+		terms = append(terms, term)
+	}
+	require.NoError(t, rows.Err())
+	require.NotContains(t, terms, "p5r8z")
+	require.NotContains(t, terms, "h4m6t")
+	require.Contains(t, terms, "b3n7c")
 }
 
 // TestExpireInBatches: a backlog larger than one expiry transaction is

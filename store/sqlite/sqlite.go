@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"path"
 	"runtime"
 	"sort"
 	"strings"
@@ -53,6 +54,9 @@ type Options struct {
 	MustExist bool
 	// Observer, when set, is told of every store operation.
 	Observer sgam.Observer
+	// Progress, when set, is told how a long step of opening goes (a
+	// migration backfilling an index): what it is, and done of total.
+	Progress func(what string, done, total int)
 }
 
 // Store is the embedded SQLite store: the engine (every sgam.Store
@@ -65,8 +69,9 @@ type Store struct {
 
 // db is the driver: the connections and the SQL.
 type db struct {
-	path  string
-	clock sgam.Clock
+	path     string
+	clock    sgam.Clock
+	progress func(what string, done, total int) // of Options
 
 	wdb *sql.DB
 	wmu sync.Mutex // serializes writers of this process; BEGIN IMMEDIATE serializes processes
@@ -115,7 +120,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
 	}
-	s := &db{path: path, clock: opts.Clock, bulk: map[bulkKey]*sql.Stmt{}, wprep: map[string]*sql.Stmt{}}
+	s := &db{path: path, clock: opts.Clock, progress: opts.Progress, bulk: map[bulkKey]*sql.Stmt{}, wprep: map[string]*sql.Stmt{}}
 
 	q := url.Values{}
 	q.Set("_busy_timeout", "10000")
@@ -225,6 +230,12 @@ func (s *db) Close() error {
 	return errors.Join(errs...)
 }
 
+// migrationSteps are the parts of migrations written in Go, run after the
+// migration's SQL in its transaction: backfills that tell their progress.
+var migrationSteps = map[string]func(ctx context.Context, x execer, progress func(done, total int)) error{
+	"0006_search.sql": backfillSearch,
+}
+
 // migrate applies the embedded migrations the file has not seen yet, in
 // one IMMEDIATE transaction, so two processes opening a new file at once
 // migrate it once.
@@ -269,6 +280,16 @@ func (s *db) migrate(ctx context.Context) error {
 		}
 		if _, err := s.w.ExecContext(ctx, string(body)); err != nil {
 			return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("migration %s: %v", names[i], err), Err: err}
+		}
+		if step := migrationSteps[path.Base(names[i])]; step != nil {
+			progress := func(done, total int) {
+				if s.progress != nil {
+					s.progress("migration "+path.Base(names[i]), done, total)
+				}
+			}
+			if err := step(ctx, s.w, progress); err != nil {
+				return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("migration %s: %v", names[i], err), Err: err}
+			}
 		}
 	}
 	if _, err := s.w.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", len(names), applicationID)); err != nil {

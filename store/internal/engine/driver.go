@@ -90,6 +90,14 @@ type Reader interface {
 	// CountSubjects counts the subjects (tenant, subject) with rows q selects.
 	CountSubjects(ctx context.Context, q ledger.MigrationQuery) (int, error)
 
+	// Search ranks the tenant's episodes recorded by knownAt that contain
+	// any of terms (words.Terms of the question), best first, at most
+	// limit, scored by the index's relevance.
+	Search(ctx context.Context, tenant string, terms []string, knownAt int64, limit int) ([]sgam.EpisodeHit, error)
+	// Reindex rebuilds the search index of tenant's episodes (every
+	// tenant's when "") in batches, as sgam.Admin.Reindex.
+	Reindex(ctx context.Context, tenant string, progress func(done, total int)) (int, error)
+
 	Check(ctx context.Context) ([]sgam.Violation, error)
 	Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error
 	Compact(ctx context.Context) error

@@ -1,0 +1,121 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam"
+)
+
+func runSearch(t *testing.T, newStore Factory) {
+	search := func(b *bundle, tenant, text string) []string {
+		b.t.Helper()
+		hits, err := b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Tenant: tenant, Text: text})
+		require.NoError(b.t, err)
+		ids := []string{}
+		for _, h := range hits {
+			require.Equal(b.t, tenant, h.Episode.Tenant)
+			ids = append(ids, h.Episode.ID)
+		}
+		return ids
+	}
+
+	t.Run("RankedPerTenant", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.episode(tenantA, "e1", "Mira: my passport renewal deadline is July 15.", "2026-06-01T09:00:00Z")
+		b.episode(tenantA, "e2", "Mira: correction, the deadline is June 30, not July 15.", "2026-06-03T10:00:00Z")
+		b.episode(tenantA, "e3", "Lunch was good today.", "2026-06-03T12:00:00Z")
+		b.episode(tenantB, "e1", "Mira: my passport renewal deadline is July 15.", "2026-06-01T09:00:00Z")
+		b.episode(tenantB, "b9", "The passport office is closed.", "2026-06-01T09:00:00Z")
+
+		require.Equal(t, []string{"e1", "e2"}, search(b, tenantA, "When is Mira's passport deadline?"), "both terms rank e1 first")
+		require.Equal(t, []string{"e1"}, search(b, tenantA, "renewing passports"), "stemmed")
+		require.Equal(t, []string{"e1", "b9"}, search(b, tenantB, "passport renewal"))
+		require.Empty(t, search(b, tenantA, "what is it"), "stop words only")
+		require.Empty(t, search(b, "initech", "passport"))
+		require.Equal(t, []string{"e1"}, search(b, tenantA, `"passport" AND NOT NEAR(x) * ^ : - OR)(`+"\u00e9t\u00e9"), "operators are words, not syntax")
+
+		hits, err := b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Tenant: tenantA, Text: "deadline", Limit: 1, Snippet: 20})
+		require.NoError(t, err)
+		require.Len(t, hits, 1)
+		require.Greater(t, hits[0].Score, 0.0)
+		require.Contains(t, hits[0].Snippet, "deadline")
+		require.LessOrEqual(t, len(hits[0].Snippet), 20+2*len("…"))
+
+		_, err = b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Tenant: tenantA, Text: "x", Limit: sgam.MaxSearchLimit + 1})
+		requireCode(t, err, sgam.Invalid, "limit")
+		_, err = b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Tenant: tenantA, Text: "\xff"})
+		requireCode(t, err, sgam.Invalid, "text")
+		_, err = b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Text: "x"})
+		requireCode(t, err, sgam.Invalid, "tenant")
+	})
+
+	t.Run("KnownAtAndPlaceholders", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.tick("2026-06-01T09:00:00Z")
+		b.episode(tenantA, "e1", "the blue door", "2026-06-01T09:00:00Z")
+		b.tick("2026-06-02T09:00:00Z")
+		// A write naming an episode not captured yet makes a placeholder;
+		// capturing it fills in the content, which becomes searchable.
+		b.assert(key(tenantA, "door", "color"), `"red"`, "2026-06-02T09:00:00Z", "e2")
+		require.Empty(t, search(b, tenantA, "red painted"), "a placeholder has no content")
+		b.tick("2026-06-03T09:00:00Z")
+		_, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "e2", Kind: "message", Content: "we painted the door red", OccurredAt: b.at("2026-06-02T09:00:00Z")})
+		require.NoError(t, err)
+		require.Equal(t, []string{"e2", "e1"}, search(b, tenantA, "red door painted"))
+
+		hits, err := b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Tenant: tenantA, Text: "door", KnownAt: b.at("2026-06-01T12:00:00Z")})
+		require.NoError(t, err)
+		require.Len(t, hits, 1, "only what was recorded by known_at")
+		require.Equal(t, "e1", hits[0].Episode.ID)
+	})
+
+	t.Run("ForgottenAndReindexed", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.episode(tenantA, "e1", "alpha zebra", "2026-06-01T09:00:00Z")
+		b.episode(tenantA, "e2", "beta zebra", "2026-06-01T10:00:00Z")
+		b.episode(tenantA, "e3", "gamma zebra", "2026-06-01T11:00:00Z")
+		b.assert(key(tenantA, "s3", "note"), `"x"`, "2026-06-01T11:00:00Z", "e3")
+		b.episode(tenantB, "e1", "alpha zebra", "2026-06-01T09:00:00Z")
+
+		_, err := b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantA, Episode: "e1"})
+		require.NoError(t, err)
+		require.Empty(t, search(b, tenantA, "alpha"))
+		require.Equal(t, []string{"e1"}, search(b, tenantB, "alpha"), "the other tenant's copy stays")
+		_, err = b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantA, Subject: "s3"})
+		require.NoError(t, err)
+		require.Empty(t, search(b, tenantA, "gamma"), "the subject's only episode went with it")
+
+		var seen [][2]int
+		n, err := b.store.Reindex(b.ctx, tenantA, func(done, total int) { seen = append(seen, [2]int{done, total}) })
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.Equal(t, [][2]int{{0, 1}, {1, 1}}, seen)
+		require.Equal(t, []string{"e2"}, search(b, tenantA, "zebra"))
+		n, err = b.store.Reindex(b.ctx, "", nil)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		require.Equal(t, []string{"e1"}, search(b, tenantB, "zebra"))
+		b.requireClean()
+
+		_, err = b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantB, All: true})
+		require.NoError(t, err)
+		require.Empty(t, search(b, tenantB, "zebra"))
+		require.Equal(t, []string{"e2"}, search(b, tenantA, "zebra"))
+	})
+
+	t.Run("Imported", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.episode(tenantA, "e1", "the quick brown fox", "2026-06-01T09:00:00Z")
+		dump := Export(t, b.store, tenantA)
+		c := setup(t, newStore)
+		_, err := c.store.Import(c.ctx, sgam.ImportBatch{Episodes: dump.Episodes, Facts: dump.Facts})
+		require.NoError(t, err)
+		require.Equal(t, []string{"e1"}, search(c, tenantA, "foxes"))
+	})
+}

@@ -1,0 +1,214 @@
+// Package words holds the lexical rules that every search of sgam shares:
+// how a text becomes search terms, which words are too common to search
+// for, and how a snippet is cut around the terms. Both stores' full-text
+// indexes are queried with these terms (SQLite FTS5 with the porter
+// tokenizer, PostgreSQL's english text search configuration), so the same
+// question asks the same of either.
+package words
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxTerms bounds the terms of one search: a question longer than that
+// is searched for by its first MaxTerms distinct terms.
+const MaxTerms = 32
+
+// Tokens splits text into lowercase words of letters and digits, in order,
+// with a possessive 's dropped ("Mira's" is mira) and other apostrophes
+// kept inside the word ("don't").
+func Tokens(text string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '’')
+	}) {
+		f = strings.TrimSuffix(strings.TrimSuffix(f, "'s"), "’s")
+		f = strings.Trim(f, "'’")
+		if f == "" {
+			continue
+		}
+		// An inner apostrophe splits ("don't" is don, t): the indexes'
+		// tokenizers split there too, and a term must be one of their
+		// tokens.
+		for _, p := range strings.FieldsFunc(f, func(r rune) bool { return r == '\'' || r == '’' }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Terms returns the words of text worth searching for: Tokens without
+// stop words and one-letter words, each once, at most max, in order of
+// first appearance.
+func Terms(text string, max int) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range Tokens(text) {
+		if len(out) == max {
+			break
+		}
+		if utf8.RuneCountInString(w) < 2 || IsStop(w) || seen[w] {
+			continue
+		}
+		seen[w] = true
+		out = append(out, w)
+	}
+	return out
+}
+
+// IsStop reports whether w (lowercase) is an English stop word: too
+// common to tell texts apart. Question words are stop words too: "when"
+// says what kind of answer is wanted, not what it is about.
+func IsStop(w string) bool { return stop[w] }
+
+var stop = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a about above after again against all am an and any are aren as at be because been
+		before being below between both but by can cannot could couldn did didn do does doesn doing don down during each
+		few for from further had hadn has hasn have haven having he her here hers herself him himself his how i if in into
+		is isn it its itself just let ll me more most my myself no nor not now of off on once only or other ought our ours
+		ourselves out over own re same shan she should shouldn so some such than that the their theirs them themselves then
+		there these they this those through to too under until up ve very was wasn we were weren what when where which while
+		who whom why will with won would wouldn you your yours yourself yourselves s t d m o y ma
+		also any anyone anything etc get got ever many much one really since still thing things would whose`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// Stem reduces an English word to a crude stem, so that "deadlines" and
+// "deadline", "moved" and "move" compare equal when sgam matches words in
+// Go (attribute names and descriptions). It is not the indexes' stemmer
+// and needs not be: it only ever compares stems with stems.
+func Stem(w string) string {
+	for _, suf := range []string{"ings", "ing", "ies", "ied", "es", "ed", "ly", "s", "e"} {
+		if strings.HasSuffix(w, suf) && utf8.RuneCountInString(w)-len(suf) >= 3 {
+			w = strings.TrimSuffix(w, suf)
+			if suf == "ies" || suf == "ied" {
+				w += "y"
+			}
+			break
+		}
+	}
+	return w
+}
+
+// Snippet returns at most max bytes of content around where the terms
+// occur most densely, on word boundaries, with "…" where it was cut. A
+// content of at most max bytes is returned whole.
+func Snippet(content string, terms []string, max int) string {
+	content = strings.Join(strings.Fields(content), " ")
+	if len(content) <= max {
+		return content
+	}
+	stems := map[string]bool{}
+	for _, t := range terms {
+		stems[Stem(t)] = true
+	}
+	// Word starts and whether each word is a term.
+	type word struct {
+		start, end int
+		hit        bool
+	}
+	var ws []word
+	start := -1
+	for i, r := range content + " " {
+		letter := unicode.IsLetter(r) || unicode.IsDigit(r)
+		switch {
+		case letter && start < 0:
+			start = i
+		case !letter && start >= 0:
+			w := strings.ToLower(content[start:i])
+			ws = append(ws, word{start, i, stems[Stem(w)]})
+			start = -1
+		}
+	}
+	// The window of words that fits max with the most hits; the first
+	// such window wins.
+	best, bestHits, hits, j := 0, -1, 0, 0
+	for i := range ws {
+		for j < len(ws) && ws[j].end-ws[i].start <= max-6 {
+			if ws[j].hit {
+				hits++
+			}
+			j++
+		}
+		if hits > bestHits {
+			best, bestHits = i, hits
+		}
+		if j > i && ws[i].hit {
+			hits--
+		}
+		if j == i {
+			j++
+		}
+	}
+	if len(ws) == 0 {
+		return truncate(content, max)
+	}
+	from := ws[best].start
+	to := from
+	for k := best; k < len(ws) && ws[k].end-from <= max-6; k++ {
+		to = ws[k].end
+	}
+	if to == from {
+		return truncate(content, max)
+	}
+	out := content[from:to]
+	if from > 0 {
+		out = "…" + out
+	}
+	if to < len(content) {
+		out += "…"
+	}
+	return out
+}
+
+// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max - len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// Candidates returns the words of a text that could be subject ids, at
+// most max, in order of first appearance: lowercased words ("Mira's" is
+// mira; hyphens, underscores and dots stay inside a word, as in ids) and
+// pairs of adjacent words joined by a hyphen and an underscore ("acct 42"
+// is acct-42 and acct_42). A reader asks the store which of them are
+// known subjects (FactReader.Subjects).
+func Candidates(text string, max int) []string {
+	var ws []string
+	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '\'' || r == '.' || r == '’')
+	}) {
+		f = strings.TrimSuffix(strings.TrimSuffix(f, "'s"), "’s")
+		f = strings.Trim(f, "-_.'’")
+		if f != "" {
+			ws = append(ws, f)
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(w string) {
+		if len(out) < max && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	for i, w := range ws {
+		add(w)
+		if i+1 < len(ws) {
+			add(w + "-" + ws[i+1])
+			add(w + "_" + ws[i+1])
+		}
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+package words
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestTerms(t *testing.T) {
+	require.Equal(t, []string{"mira", "passport", "deadline"}, Terms("When is Mira's passport deadline? The deadline!", MaxTerms))
+	require.Equal(t, []string{"swim"}, Terms("I won't swim", MaxTerms))
+	require.Equal(t, []string{"café", "42"}, Terms("Café 42 a b", MaxTerms))
+	require.Len(t, Terms(strings.Repeat("word", 1)+" "+strings.Repeat("x1 x2 x3 x4 ", 20), 3), 3)
+	require.Empty(t, Terms("what is it?", MaxTerms))
+}
+
+func TestStem(t *testing.T) {
+	for _, pair := range [][2]string{{"deadlines", "deadline"}, {"moved", "move"}, {"renewing", "renew"}, {"countries", "country"}} {
+		require.Equal(t, Stem(pair[1]), Stem(pair[0]), pair[0])
+	}
+	require.Equal(t, "is", Stem("is"))
+}
+
+func TestSnippet(t *testing.T) {
+	require.Equal(t, "short text", Snippet("short   text", []string{"x"}, 80))
+	long := strings.Repeat("filler words here ", 20) + "the passport deadline moved to June 30 " + strings.Repeat("more filler ", 20)
+	s := Snippet(long, []string{"passport", "deadline"}, 60)
+	require.Contains(t, s, "passport deadline")
+	require.LessOrEqual(t, len(s), 60+2*len("…"))
+	require.True(t, strings.HasPrefix(s, "…") && strings.HasSuffix(s, "…"))
+	// No term at all: the start, cut on a rune boundary.
+	s = Snippet(strings.Repeat("é", 100), nil, 11)
+	require.True(t, utf8.ValidString(s))
+}
+
+func FuzzSnippet(f *testing.F) {
+	f.Add("the passport deadline moved", "deadline", 10)
+	f.Fuzz(func(t *testing.T, content, term string, max int) {
+		if max < 8 || max > 1000 {
+			return
+		}
+		s := Snippet(content, Terms(term, MaxTerms), max)
+		if utf8.ValidString(content) && !utf8.ValidString(s) {
+			t.Fatalf("invalid UTF-8 from %q", content)
+		}
+		if len(s) > max+2*len("…") {
+			t.Fatalf("snippet of %d bytes, max %d", len(s), max)
+		}
+	})
+}
