@@ -81,6 +81,10 @@ type FactReader interface {
 	// of episodes (at most MaxSubjectsLookup) as believed at knownAt (zero:
 	// now), by subject: the subjects a session's recent turns were about.
 	SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt time.Time) ([]string, error)
+	// Attributes returns the attributes a subject has rows of (of any
+	// time, retracted ones too), by name, at most MaxAttributesLookup: what
+	// a reader without a schema can ask of a subject.
+	Attributes(ctx context.Context, tenant, subject string) ([]string, error)
 	// History returns every row of key, retracted rows and tombstones too,
 	// in the order they were written.
 	History(ctx context.Context, key Key) ([]Fact, error)

@@ -78,6 +78,9 @@ type Episode struct {
 // MaxSubjectsLookup bounds the ids of one FactReader.Subjects call.
 const MaxSubjectsLookup = 512
 
+// MaxAttributesLookup bounds the attributes FactReader.Attributes returns.
+const MaxAttributesLookup = 256
+
 // MaxEpisodeSubjects bounds an episode's subjects hint.
 const MaxEpisodeSubjects = 32
 

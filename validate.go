@@ -110,6 +110,14 @@ func CheckTenant(tenant string) error { return checkIdentifier("tenant", tenant,
 // CheckSubject validates a subject id.
 func CheckSubject(subject string) error { return checkText("subject", subject, maxSubjectBytes, true) }
 
+// CheckAttribute validates an attribute name.
+func CheckAttribute(attribute string) error {
+	return checkIdentifier("attribute", attribute, maxAttributeBytes)
+}
+
+// CheckSession validates a session id (empty is none).
+func CheckSession(session string) error { return checkText("session", session, maxSessionBytes, false) }
+
 // CheckEpisodeID validates an episode id.
 func CheckEpisodeID(field, id string) error {
 	return checkIdentifier(field, id, maxEpisodeIDBytes)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/recall"
 )
 
 // Store is what the tools use of a store: episodes, and facts to read and
@@ -37,6 +38,7 @@ type Store interface {
 	sgam.FactWriter
 	sgam.FactReader
 	sgam.ExtractionQueue
+	recall.Store
 }
 
 // Config binds a server to a store, a tenant and a role.
@@ -59,6 +61,10 @@ type Config struct {
 	// Logger receives internal errors, which tools answer only as
 	// "internal error"; default none.
 	Logger *slog.Logger
+	// Recaller answers recall; nil makes one over Store on Clock (a
+	// server built per request should share one: it caches parsed
+	// schemas).
+	Recaller *recall.Recaller
 }
 
 // SubjectURITemplate names the resource of a subject's current state.
@@ -92,6 +98,9 @@ func New(cfg Config) (*mcp.Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Recaller == nil {
+		cfg.Recaller = recall.New(cfg.Store).WithClock(cfg.Clock)
 	}
 	t := &tools{cfg: cfg}
 	s := mcp.NewServer(&mcp.Implementation{Name: "sgam", Title: "sgam memory", Version: cfg.Version}, &mcp.ServerOptions{
@@ -176,7 +185,7 @@ const (
 	observeDoc     = `Capture what the user said (or a tool returned), in their words, for memory: it is stored as an episode and extracted into typed facts in the background under the tenant's schema (one model call at most; the schema and the ledger decide what is stored). Nothing to structure yourself; name the subjects it is about when you know their ids. Returns the episode id and whether it was queued for extraction (false when it was captured and extracted before).`
 	rememberDoc    = `Remember a fact: subject's attribute has value from valid_from on. Quote the words it came from: the quote is stored as the fact's source episode. A later value for the same attribute closes the earlier one at its valid_from (a correction), and the earlier one stays in history. Returns the stored fact; kept=true means a stronger source already holds a value there and nothing was written; pending means the value waits for confirmation (and fact is null).`
 	forgetValueDoc = `Record that subject's attribute no longer has a value from at on ("I no longer prefer X"), quoting the words that say so. This is a retraction, not an erasure: history keeps the earlier value. For a set attribute, name the member in value.`
-	recallDoc      = `Recall what memory holds about a subject: one attribute, or every attribute when none is named. By default the answer is what is true now as currently believed; as_of asks what was true at an instant, known_at what memory believed at an instant. Each fact comes with its valid window and its sources (episode ids and quotes).`
+	recallDoc      = `Recall what memory holds to answer a question: the values of the subjects and attributes it names, at the instants it names ("on June 2, 2026", "last week", "as we believed on ..."; as_of and known_at win; default now), each with its valid window, fact id, source episode ids and the quote that supports it; values superseded earlier only when the question is about the past, marked past; then episodes that match the question, as evidence. The text is a prompt-ready block within budget tokens; the structured content has the same as JSON (facts, evidence, related, instants and why). Name subject (and attribute) to read them without a question.`
 	historyDoc     = `Every recorded version of one attribute of a subject, corrections and retractions included, in the order they were written, with their valid and belief windows.`
 	traceDoc       = `The provenance of a fact by its fact_id: the chain of rows it superseded and the source episodes of each, with their content.`
 )
@@ -228,19 +237,14 @@ type WriteOutput struct {
 
 // RecallInput is the input of recall.
 type RecallInput struct {
-	Subject   string `json:"subject" jsonschema:"who or what to recall"`
-	Attribute string `json:"attribute,omitempty" jsonschema:"one attribute; every attribute when empty"`
-	AsOf      string `json:"as_of,omitempty" jsonschema:"what was true at this instant: RFC 3339 or a date (midnight UTC); default now"`
-	KnownAt   string `json:"known_at,omitempty" jsonschema:"as memory believed it at this instant: RFC 3339 or a date; default now"`
-}
-
-// RecallOutput is the answer of recall.
-type RecallOutput struct {
-	Subject   string     `json:"subject"`
-	Attribute string     `json:"attribute,omitempty"`
-	AsOf      string     `json:"as_of"`
-	KnownAt   string     `json:"known_at"`
-	Facts     []FactView `json:"facts" jsonschema:"the values held at those instants; empty when memory has none"`
+	Question      string `json:"question,omitempty" jsonschema:"the question, in words; the subjects, attributes and instants it names are found in it"`
+	Subject       string `json:"subject,omitempty" jsonschema:"the subject to recall, instead of those the question names"`
+	Attribute     string `json:"attribute,omitempty" jsonschema:"only this attribute of the subject"`
+	AsOf          string `json:"as_of,omitempty" jsonschema:"what was true at this instant: RFC 3339 or a date (midnight UTC); default what the question says, else now"`
+	KnownAt       string `json:"known_at,omitempty" jsonschema:"as memory believed it at this instant: RFC 3339 or a date; default what the question says, else now"`
+	Budget        int    `json:"budget,omitempty" jsonschema:"most tokens of the answer's text (64 to 100000; default 800)"`
+	EvidenceLimit int    `json:"evidence_limit,omitempty" jsonschema:"most episodes cited as evidence (1 to 100, -1 for none; default 5)"`
+	Session       string `json:"session,omitempty" jsonschema:"the conversation asking: the subjects of its latest facts are in play too"`
 }
 
 // HistoryInput is the input of history.
@@ -394,27 +398,41 @@ func (t *tools) writeOutput(ctx context.Context, episodeID string, res sgam.Writ
 	return out
 }
 
-func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {
-	var at sgam.At
+// recall answers with the rendered block as text and the context as
+// structured content. The output is declared an object, not the context's
+// Go type: its facts carry values of any JSON type.
+func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, map[string]any, error) {
+	q := recall.Query{Tenant: t.cfg.Tenant, Question: in.Question, TokenBudget: in.Budget, EvidenceLimit: in.EvidenceLimit, Session: in.Session}
+	if in.Subject != "" {
+		q.Subjects = []string{in.Subject}
+	}
+	if in.Attribute != "" {
+		q.Attributes = []string{in.Attribute}
+	}
 	var err error
 	if in.AsOf != "" {
-		if at.AsOf, err = parseInstant("as_of", in.AsOf); err != nil {
-			return nil, RecallOutput{}, err
+		if q.AsOf, err = parseInstant("as_of", in.AsOf); err != nil {
+			return nil, nil, err
 		}
 	}
 	if in.KnownAt != "" {
-		if at.KnownAt, err = parseInstant("known_at", in.KnownAt); err != nil {
-			return nil, RecallOutput{}, err
+		if q.KnownAt, err = parseInstant("known_at", in.KnownAt); err != nil {
+			return nil, nil, err
 		}
 	}
-	facts, err := t.read(ctx, in.Subject, in.Attribute, at)
+	c, err := t.cfg.Recaller.Recall(ctx, q)
 	if err != nil {
-		return nil, RecallOutput{}, err
+		return nil, nil, err
 	}
-	now := t.cfg.Clock.Now()
-	out := RecallOutput{Subject: in.Subject, Attribute: in.Attribute, AsOf: show(at.AsOf, now), KnownAt: show(at.KnownAt, now),
-		Facts: t.views(ctx, facts)}
-	return nil, out, nil
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: c.Rendered}}}, out, nil
 }
 
 // read returns one attribute's value (or members), or a subject's state.

@@ -99,9 +99,20 @@ func TestPassportStory(t *testing.T) {
 	fs := facts(t, now)
 	require.Len(t, fs, 1)
 	require.Equal(t, "2026-06-30", fs[0]["value"])
-	src := fs[0]["sources"].([]any)[0].(map[string]any)
-	require.Equal(t, e2, src["episode_id"])
-	require.Equal(t, "Mira: correction, the deadline is June 30.", src["quote"])
+	require.Equal(t, []any{e2}, fs[0]["sources"])
+	require.Equal(t, "Mira: correction, the deadline is June 30.", fs[0]["quote"])
+	require.Equal(t, "current", fs[0]["status"])
+
+	// A question finds its subject, attribute and instant by itself; the
+	// text content is the rendered block.
+	res0, err := acme.CallTool(context.Background(), &mcp.CallToolParams{Name: "recall", Arguments: map[string]any{"question": "What was Mira's passport deadline on June 2, 2026?"}})
+	require.NoError(t, err)
+	require.False(t, res0.IsError)
+	text := res0.Content[0].(*mcp.TextContent).Text
+	require.Contains(t, text, `- mira passport_deadline = "2026-07-15"`)
+	asked := res0.StructuredContent.(map[string]any)
+	require.Equal(t, "2026-06-02T23:59:59.999999Z", asked["as_of"])
+	require.Equal(t, text, asked["rendered"])
 
 	then, _ := call(t, acme, "recall", map[string]any{"subject": "mira", "as_of": "2026-06-02"})
 	require.Equal(t, "2026-06-02T00:00:00Z", then["as_of"])
@@ -109,7 +120,7 @@ func TestPassportStory(t *testing.T) {
 	require.Len(t, fs, 1)
 	require.Equal(t, "2026-07-15", fs[0]["value"])
 	require.Equal(t, "2026-06-03T10:00:00Z", fs[0]["valid_to"])
-	require.Equal(t, e1, fs[0]["sources"].([]any)[0].(map[string]any)["episode_id"])
+	require.Equal(t, []any{e1}, fs[0]["sources"])
 
 	hist, _ := call(t, acme, "history", map[string]any{"subject": "mira", "attribute": "passport_deadline"})
 	require.Len(t, facts(t, hist), 3, "the first row, retracted; its closed re-insert; the correction")
@@ -146,6 +157,10 @@ func TestPassportStory(t *testing.T) {
 	other, msg := call(t, globex, "recall", map[string]any{"subject": "mira"})
 	require.Empty(t, msg)
 	require.Empty(t, facts(t, other))
+	other, msg = call(t, globex, "recall", map[string]any{"question": "When is Mira's passport deadline?", "evidence_limit": 50})
+	require.Empty(t, msg)
+	require.Empty(t, facts(t, other))
+	require.Empty(t, other["evidence"], "acme's episodes are not globex's evidence")
 	other, _ = call(t, globex, "history", map[string]any{"subject": "mira", "attribute": "passport_deadline"})
 	require.Empty(t, facts(t, other))
 	_, msg = call(t, globex, "trace", map[string]any{"fact_id": current})

@@ -23,7 +23,7 @@ func (s *Server) mountMCP() {
 		if !ok {
 			return mcpserver.Config{}, sgam.Errorf(sgam.Unauthenticated, "authorization", "no caller")
 		}
-		return mcpserver.Config{Store: s.cfg.Store, Tenant: c.tenant, Role: c.role, Clock: s.cfg.Clock, Logger: s.cfg.Logger}, nil
+		return mcpserver.Config{Store: s.cfg.Store, Tenant: c.tenant, Role: c.role, Clock: s.cfg.Clock, Logger: s.cfg.Logger, Recaller: s.cfg.Recaller}, nil
 	}, s.cfg.MaxBodyBytes)
 	s.routes["POST /mcp"] = apikey.Read
 	s.mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/recall"
 )
 
 // Config configures a Server.
@@ -26,6 +27,8 @@ type Config struct {
 	// Extractor extracts episodes posted with "extract": "now"; nil (or
 	// one without a model) makes "none" the default.
 	Extractor *extract.Extractor
+	// Recaller answers POST /v1/recall; nil makes one over Store on Clock.
+	Recaller *recall.Recaller
 	// Keys checks API keys; nil only with Dev.
 	Keys apikey.Store
 	// Dev serves without keys, every request as tenant DevTenant with the
@@ -86,6 +89,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = sgam.SystemClock{}
+	}
+	if cfg.Recaller == nil {
+		cfg.Recaller = recall.New(cfg.Store).WithClock(cfg.Clock)
 	}
 	if cfg.KeyCacheTTL == 0 {
 		cfg.KeyCacheTTL = time.Second

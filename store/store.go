@@ -26,6 +26,10 @@ type Options struct {
 	MustExist bool
 	// Observer, when set, is told of every store operation.
 	Observer sgam.Observer
+	// Progress, when set, is told how a long step of opening goes (an
+	// upgrade backfilling an index): what, and done of total. SQLite only:
+	// PostgreSQL's upgrades run as single statements.
+	Progress func(what string, done, total int)
 }
 
 // Open opens the store named by dsn: a postgres:// URL, or a file path
@@ -34,5 +38,5 @@ func Open(ctx context.Context, dsn string, opts Options) (sgam.Store, error) {
 	if IsPostgres(dsn) {
 		return postgres.Open(ctx, dsn, postgres.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist, Observer: opts.Observer})
 	}
-	return sqlite.Open(ctx, dsn, sqlite.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist, Observer: opts.Observer})
+	return sqlite.Open(ctx, dsn, sqlite.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist, Observer: opts.Observer, Progress: opts.Progress})
 }

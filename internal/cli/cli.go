@@ -142,6 +142,7 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 	)
 	root.AddCommand(a.memberCommands()...)
 	root.AddCommand(
+		a.recallCommand(), a.reindexCommand(),
 		a.getCommand(), a.stateCommand(), a.historyCommand(), a.traceCommand(), a.traverseCommand(),
 		a.pendingCommand(),
 		a.episodeCommand(),
@@ -247,13 +248,25 @@ func envOr(name, def string) string {
 
 // open opens the store named by --db, creating it if needed.
 func (a *app) open(clock sgam.Clock) (sgam.Store, error) {
-	return store.Open(a.ctx, a.db, store.Options{Clock: clock})
+	return store.Open(a.ctx, a.db, store.Options{Clock: clock, Progress: a.upgradeProgress()})
+}
+
+// upgradeProgress shows the progress of an upgrade of the database that
+// opening it runs (a backfill of a new index) on stderr.
+func (a *app) upgradeProgress() func(what string, done, total int) {
+	p := &phases{a: a, prefix: "upgrade"}
+	return func(what string, done, total int) {
+		p.update(what, done, total)
+		if done == total {
+			p.finish()
+		}
+	}
 }
 
 // openExisting opens the store named by --db for a command that only reads:
 // a mistyped path is an error, not a new empty database.
 func (a *app) openExisting() (sgam.Store, error) {
-	return store.Open(a.ctx, a.db, store.Options{MustExist: true})
+	return store.Open(a.ctx, a.db, store.Options{MustExist: true, Progress: a.upgradeProgress()})
 }
 
 // withFields adds field names for one command to cliFields.

@@ -288,3 +288,23 @@ func collectFacts(rows pgx.Rows) ([]sgam.Fact, error) {
 	}
 	return out, rows.Err()
 }
+
+// Attributes implements engine.Reader: the distinct attributes of a
+// subject, one index seek each (a recursive walk down facts' key index),
+// however long their histories.
+func (s *db) Attributes(ctx context.Context, tenant, subject string, limit int) ([]string, error) {
+	var out []string
+	err := s.read(ctx, tenant, "attributes of "+subject, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `WITH RECURSIVE a(attr) AS (
+			SELECT min(attribute) FROM facts WHERE tenant_id = $1 AND subject = $2
+			UNION ALL
+			SELECT (SELECT min(attribute) FROM facts WHERE tenant_id = $1 AND subject = $2 AND attribute > a.attr) FROM a WHERE a.attr IS NOT NULL)
+		SELECT attr FROM a WHERE attr IS NOT NULL LIMIT $3`, tenant, subject, limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return out, err
+}

@@ -429,3 +429,29 @@ func collectFacts(rows *sql.Rows, err error, what ...string) ([]sgam.Fact, error
 	}
 	return out, nil
 }
+
+// attributesSQL walks the distinct attributes of a subject down the
+// facts_key index, one seek each, however long their histories.
+const attributesSQL = `WITH RECURSIVE a(attr) AS (
+	SELECT min(attribute) FROM facts WHERE tenant = ?1 AND subject = ?2
+	UNION ALL
+	SELECT (SELECT min(attribute) FROM facts WHERE tenant = ?1 AND subject = ?2 AND attribute > a.attr) FROM a WHERE a.attr IS NOT NULL)
+SELECT attr FROM a WHERE attr IS NOT NULL LIMIT ?3`
+
+// Attributes implements engine.Reader.
+func (s *db) Attributes(ctx context.Context, tenant, subject string, limit int) ([]string, error) {
+	rows, err := s.query(ctx, attributesSQL, tenant, subject, limit)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("attributes of %s: %w", subject, err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, mapErr(fmt.Errorf("attributes of %s: %w", subject, err))
+		}
+		out = append(out, a)
+	}
+	return out, mapErr(rows.Err())
+}

@@ -108,6 +108,28 @@ func runSearch(t *testing.T, newStore Factory) {
 		require.Equal(t, []string{"e2"}, search(b, tenantA, "zebra"))
 	})
 
+	t.Run("Attributes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.assert(key(tenantA, "bob", "drink"), `"tea"`, "2026-01-01T00:00:00Z", "e1")
+		b.assert(key(tenantA, "bob", "drink"), `"coffee"`, "2026-01-02T00:00:00Z", "e2")
+		b.assert(key(tenantA, "bob", "city"), `"Oslo"`, "2026-01-01T00:00:00Z", "e1")
+		b.retract(key(tenantA, "bob", "city"), "2026-01-03T00:00:00Z", "e3")
+		b.assert(key(tenantA, "ann", "age"), `3`, "2026-01-01T00:00:00Z", "e1")
+		b.assert(key(tenantB, "bob", "zodiac"), `"leo"`, "2026-01-01T00:00:00Z", "x1")
+		got, err := b.store.Attributes(b.ctx, tenantA, "bob")
+		require.NoError(t, err)
+		require.Equal(t, []string{"city", "drink"}, got, "retracted ones too, by name, each once")
+		got, err = b.store.Attributes(b.ctx, tenantB, "bob")
+		require.NoError(t, err)
+		require.Equal(t, []string{"zodiac"}, got)
+		got, err = b.store.Attributes(b.ctx, "initech", "bob")
+		require.NoError(t, err)
+		require.Empty(t, got)
+		_, err = b.store.Attributes(b.ctx, tenantA, "")
+		requireCode(t, err, sgam.Invalid, "subject")
+	})
+
 	t.Run("Imported", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)

@@ -48,6 +48,9 @@ type Reader interface {
 	// SubjectsFrom returns the subjects of rows sourced from episodes and
 	// believed at knownAt, by subject.
 	SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt int64) ([]string, error)
+	// Attributes returns the distinct attributes of a subject's rows, by
+	// name, at most limit.
+	Attributes(ctx context.Context, tenant, subject string, limit int) ([]string, error)
 	// History returns every row of key (of every member when key.Member
 	// is empty) by fact id.
 	History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error)

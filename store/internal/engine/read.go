@@ -115,6 +115,22 @@ func (s *Store) Subjects(ctx context.Context, tenant string, ids []string) (out 
 	return out, nil
 }
 
+// Attributes implements sgam.FactReader.
+func (s *Store) Attributes(ctx context.Context, tenant, subject string) (out []string, err error) {
+	defer s.track("Attributes", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if err := sgam.CheckSubject(subject); err != nil {
+		return nil, err
+	}
+	out, err = s.d.Attributes(ctx, tenant, subject, sgam.MaxAttributesLookup)
+	if out == nil && err == nil {
+		out = []string{}
+	}
+	return out, err
+}
+
 // SubjectsFrom implements sgam.FactReader.
 func (s *Store) SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt time.Time) (out []string, err error) {
 	defer s.track("SubjectsFrom", s.start(), &err)

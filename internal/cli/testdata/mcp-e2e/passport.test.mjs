@@ -60,16 +60,25 @@ test("passport story over stdio", async (t) => {
   const now = await call(client, "recall", { subject: "mira", attribute: "passport_deadline" });
   assert.equal(now.facts.length, 1);
   assert.equal(now.facts[0].value, "2026-06-30");
-  assert.equal(now.facts[0].sources[0].episode_id, second.episode_id);
-  assert.equal(now.facts[0].sources[0].quote, "Mira: sorry, it is June 30.");
+  assert.deepEqual(now.facts[0].sources, [second.episode_id]);
+  assert.equal(now.facts[0].quote, "Mira: sorry, it is June 30.");
+  assert.equal(now.facts[0].status, "current");
+
+  // A question: its subject, attribute and instant are found in it; the
+  // text content is the prompt-ready block.
+  const asked = await client.callTool({ name: "recall", arguments: { question: "What was Mira's passport deadline on June 2, 2026?" } });
+  assert.ok(!asked.isError);
+  assert.match(asked.content[0].text, /- mira passport_deadline = "2026-07-15"/);
+  assert.equal(asked.structuredContent.as_of, "2026-06-02T23:59:59.999999Z");
+  assert.equal(asked.structuredContent.rendered, asked.content[0].text);
 
   const then = await call(client, "recall", { subject: "mira", as_of: "2026-06-02" });
   assert.equal(then.as_of, "2026-06-02T00:00:00Z");
   assert.equal(then.facts.length, 1);
   assert.equal(then.facts[0].value, "2026-07-15");
   assert.equal(then.facts[0].valid_to, "2026-06-03T10:00:00Z");
-  assert.equal(then.facts[0].sources[0].episode_id, first.episode_id);
-  assert.equal(then.facts[0].sources[0].quote, "Mira: my passport deadline is July 15.");
+  assert.deepEqual(then.facts[0].sources, [first.episode_id]);
+  assert.equal(then.facts[0].quote, "Mira: my passport deadline is July 15.");
 
   const bad = await client.callTool({ name: "recall", arguments: { subject: "mira", as_of: "last week" } });
   assert.ok(bad.isError);
@@ -83,6 +92,9 @@ test("passport story over stdio", async (t) => {
   t.after(() => globex.close());
   const other = await call(globex, "recall", { subject: "mira" });
   assert.deepEqual(other.facts, []);
+  const otherAsked = await call(globex, "recall", { question: "When is Mira's passport deadline?", evidence_limit: 50 });
+  assert.deepEqual(otherAsked.facts, []);
+  assert.deepEqual(otherAsked.evidence, []);
   const trace = await globex.callTool({ name: "trace", arguments: { fact_id: now.facts[0].fact_id } });
   assert.ok(trace.isError);
   assert.match(trace.content[0].text, /^not_found:/);

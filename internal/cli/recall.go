@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam/recall"
+)
+
+func (a *app) recallCommand() *cobra.Command {
+	var q recall.Query
+	var asOf, knownAt string
+	c := &cobra.Command{
+		Use:   "recall QUESTION",
+		Short: "Answer a question from memory: exact state at the instants it asks about, then cited evidence, within a token budget",
+		Long: `Answer QUESTION from the tenant's memory with the smallest cited context:
+
+  1. the instants: --as-of and --known-at win; else what the question says
+     ("on June 2, 2026", "in May", "last week", "yesterday", "before
+     2026-06-03"; "as we believed on ..." and "before the migration" for
+     known_at); else now. The answer says which it used and why.
+  2. the subjects the question names (known subject ids), --subject to
+     name them instead, and the attributes it names (names, aliases,
+     descriptions of the schema's attributes).
+  3. their values at those instants, each with its validity, fact id,
+     sources and the quote that supports it; superseded values only when
+     the question is about the past ("was", "before", "history", ...),
+     marked past, never current.
+  4. facts of the subjects those facts refer to (ref attributes, --hops).
+  5. episodes found by full-text search, as evidence.
+
+It stops before --budget tokens (o200k_base, as counted by tiktoken) and
+says what it left out. The default output is the prompt-ready block; --json
+prints the whole context (docs/recall.md).`,
+		Example: `  sgam recall "When is Mira's passport deadline?"
+  sgam recall "What was Mira's passport deadline on June 2, 2026?"
+  sgam recall "When is Mira's passport deadline?" --known-at 2026-06-03T09:59:00Z
+  sgam recall "deadline" --subject mira --budget 200 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.withFields(map[string]string{"question": "QUESTION", "budget": "--budget", "evidence_limit": "--evidence-limit",
+				"hops": "--hops", "session": "--session", "subjects": "--subject", "attributes": "--attribute"})
+			at, err := atFlags(asOf, knownAt)
+			if err != nil {
+				return err
+			}
+			q.Tenant, q.Question, q.AsOf, q.KnownAt = a.tenant, args[0], at.AsOf, at.KnownAt
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ctx, err := recall.New(s).Recall(a.ctx, q)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(ctx)
+			}
+			fmt.Fprint(a.stdout, ctx.Rendered)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&q.Subjects, "subject", nil, "a subject the question is about (repeatable); default those it names")
+	f.StringArrayVar(&q.Attributes, "attribute", nil, "only this attribute (repeatable)")
+	f.StringVar(&asOf, "as-of", "", "valid instant (RFC 3339); default what the question says, else now")
+	f.StringVar(&knownAt, "known-at", "", "belief instant (RFC 3339); default what the question says, else now")
+	f.IntVar(&q.TokenBudget, "budget", recall.DefaultBudget, fmt.Sprintf("most tokens of the answer (%d to %d)", recall.MinBudget, recall.MaxBudget))
+	f.IntVar(&q.EvidenceLimit, "evidence-limit", recall.DefaultEvidence, fmt.Sprintf("most episodes cited as evidence (1 to %d; -1: none)", recall.MaxEvidence))
+	f.IntVar(&q.Hops, "hops", recall.DefaultHops, fmt.Sprintf("how deep ref attributes are followed (1 to %d; -1: none)", recall.MaxHops))
+	f.StringVar(&q.Session, "session", "", "the conversation asking: the subjects of its latest episodes' facts are in play too")
+	return c
+}
+
+func (a *app) reindexCommand() *cobra.Command {
+	var only string
+	c := &cobra.Command{
+		Use:   "reindex",
+		Short: "Rebuild the full-text index of episodes (every tenant's, or --only one's), with progress",
+		Long: `Rebuild the full-text index that recall searches for evidence, from the
+stored episodes, in transactions of a few thousand episodes: every episode
+stays searchable while it runs. The index is kept in the transaction of
+every write, and an upgrade backfills it, so this is for repair (a file
+restored from elsewhere, a changed tokenizer). Nothing is extracted again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			p := &phases{a: a, prefix: "reindex"}
+			n, err := s.Reindex(a.ctx, only, func(done, total int) { p.update("episodes", done, total) })
+			p.finish()
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]int{"episodes": n})
+			}
+			fmt.Fprintf(a.stdout, "reindexed %d episodes\n", n)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&only, "only", "", "only this tenant's episodes (default every tenant's)")
+	return c
+}

@@ -1,0 +1,86 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam/internal/cli"
+)
+
+// TestRecallCommand: the passport story through sgam recall, at the
+// instants given and asked, and a second tenant with the same words that
+// sees only its own.
+func TestRecallCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	as := func(tenant string, args ...string) result {
+		return sgamRun(t, "", append([]string{"--db", db, "--tenant", tenant}, args...)...)
+	}
+	for _, w := range [][]string{
+		{"acme", "episode", "add", "--id", "e1", "--occurred-at", "2026-06-01T09:00:00Z", "--content", "Mira: my passport deadline is July 15."},
+		{"acme", "assert", "mira", "passport_deadline", `"2026-07-15"`, "--valid-from", "2026-06-01T09:00:00Z", "--source", "e1"},
+		{"acme", "episode", "add", "--id", "e2", "--occurred-at", "2026-06-03T10:00:00Z", "--content", "Mira: correction, the deadline is June 30."},
+		{"acme", "assert", "mira", "passport_deadline", `"2026-06-30"`, "--valid-from", "2026-06-03T10:00:00Z", "--source", "e2"},
+		{"globex", "episode", "add", "--id", "g1", "--occurred-at", "2026-06-01T09:00:00Z", "--content", "Mira: my passport deadline is September 9."},
+		{"globex", "assert", "mira", "passport_deadline", `"2026-09-09"`, "--valid-from", "2026-06-01T09:00:00Z", "--source", "g1"},
+	} {
+		r := as(w[0], w[1:]...)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+
+	r := as("acme", "recall", "When is Mira's passport deadline?")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `- mira passport_deadline = "2026-06-30"`)
+	require.Contains(t, r.stdout, "sources e2")
+	require.NotContains(t, r.stdout, `= "2026-07-15"`)
+
+	r = as("acme", "--json", "recall", "When is Mira's passport deadline?", "--as-of", "2026-06-02T00:00:00Z")
+	require.Equal(t, 0, r.code, r.stderr)
+	var c struct {
+		AsOf  string `json:"as_of"`
+		Facts []struct {
+			Value   json.RawMessage `json:"value"`
+			Sources []string        `json:"sources"`
+			Status  string          `json:"status"`
+		} `json:"facts"`
+		Evidence []struct {
+			EpisodeID string `json:"episode_id"`
+		} `json:"evidence"`
+		Rendered string `json:"rendered"`
+		Tokens   int    `json:"tokens"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &c))
+	require.Equal(t, "2026-06-02T00:00:00Z", c.AsOf)
+	require.Len(t, c.Facts, 1)
+	require.Equal(t, `"2026-07-15"`, string(c.Facts[0].Value))
+	require.Equal(t, []string{"e1"}, c.Facts[0].Sources)
+	require.Equal(t, "current", c.Facts[0].Status)
+
+	r = as("acme", "recall", "When is Mira's passport deadline?", "--known-at", "2026-06-01T00:00:00Z")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "- none: no value", "the CLI's clock is the wall clock: at that known_at nothing was recorded yet")
+
+	r = as("globex", "--json", "recall", "When is Mira's passport deadline?", "--evidence-limit", "20")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &c))
+	require.Len(t, c.Facts, 1)
+	require.Equal(t, `"2026-09-09"`, string(c.Facts[0].Value))
+	for _, e := range c.Evidence {
+		require.Equal(t, "g1", e.EpisodeID)
+	}
+
+	r = as("acme", "recall", "x", "--budget", "5")
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "--budget")
+	r = as("acme", "recall", "x", "--evidence-limit", "-3")
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "--evidence-limit")
+
+	r = as("acme", "reindex")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "reindexed 3 episodes\n", r.stdout)
+	r = as("acme", "reindex", "--only", "globex")
+	require.Equal(t, "reindexed 1 episodes\n", r.stdout)
+}

@@ -1,0 +1,558 @@
+// Package recall is sgam's read path (DESIGN 4): a question in, the
+// smallest cited context out. Exact state comes first, from the ledger's
+// indexes, at the instants the question asks about; episodes found by
+// full-text search, and facts reached through ref attributes, follow as
+// cited support. Everything is read within the caller's tenant, and the
+// rendered block never exceeds the caller's token budget. A superseded
+// value is never presented as current: it appears only when the question
+// asks about the past, marked past.
+package recall
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/recall/when"
+	"github.com/sgam-dev/sgam/schema"
+	"github.com/sgam-dev/sgam/words"
+)
+
+// Store is what recall reads.
+type Store interface {
+	sgam.FactReader
+	sgam.Episodes
+	sgam.Schemas
+	sgam.Search
+	Extractions(ctx context.Context, tenant, episodeID string) ([]sgam.Extraction, error)
+}
+
+// Bounds and defaults of a Query.
+const (
+	DefaultBudget   = 800
+	MinBudget       = 64
+	MaxBudget       = 100_000
+	DefaultEvidence = 5
+	MaxEvidence     = 100
+	DefaultHops     = 1
+	MaxHops         = 3
+	// None, as EvidenceLimit or Hops, turns evidence or graph expansion off.
+	None = -1
+	// MaxSubjects bounds the subjects in play (and those given).
+	MaxSubjects = 8
+	// MaxRelated bounds the subjects reached through ref attributes.
+	MaxRelated = 8
+	// MaxAttributes bounds the attributes given.
+	MaxAttributes = 32
+)
+
+// Query is a question to recall.
+type Query struct {
+	Tenant   string
+	Question string
+	// Subjects, when set, are the subjects the question is about, instead
+	// of those found in it. Attributes narrows the facts to these (old
+	// names resolve through the schema's aliases).
+	Subjects   []string
+	Attributes []string
+	// AsOf and KnownAt, when set, win over what the question says.
+	AsOf, KnownAt time.Time
+	// TokenBudget bounds the rendered block, counted by Tokens (default
+	// DefaultBudget).
+	TokenBudget int
+	// EvidenceLimit is the most episodes cited as evidence (default
+	// DefaultEvidence; None: no search).
+	EvidenceLimit int
+	// Hops is how deep ref attributes are followed (default DefaultHops;
+	// None: not at all).
+	Hops int
+	// Session, when set, is the conversation the question comes from: the
+	// subjects of its latest episodes' facts are in play too.
+	Session string
+}
+
+// Context is what recall answers: the instants it read at and why, the
+// facts, the evidence and the related facts it cites, and the rendered
+// block (a prompt-ready text of exactly those).
+type Context struct {
+	Question string    `json:"question"`
+	AsOf     time.Time `json:"as_of"`
+	KnownAt  time.Time `json:"known_at"`
+	// Instants says where each instant came from: "given", "now", "the
+	// question: \"on June 2, 2026\"", ...
+	Instants Instants `json:"instants"`
+	// Subjects are the subjects in play; Attributes those the question
+	// names (empty: every attribute of the subjects).
+	Subjects   []string   `json:"subjects"`
+	Attributes []string   `json:"attributes"`
+	Facts      []Fact     `json:"facts"`
+	Evidence   []Evidence `json:"evidence"`
+	Related    []Fact     `json:"related"`
+	Rendered   string     `json:"rendered"`
+	Tokens     int        `json:"tokens"`
+	Budget     int        `json:"budget"`
+	// Omitted counts what was found but left out to keep to the budget.
+	Omitted Omitted `json:"omitted"`
+}
+
+// Instants says why recall read at the instants it did.
+type Instants struct {
+	AsOf    string `json:"as_of"`
+	KnownAt string `json:"known_at"`
+}
+
+// Fact statuses.
+const (
+	// Current: the value at the instants used (as_of, as believed at
+	// known_at); not necessarily the value now when as_of is past.
+	Current = "current"
+	// Past: a value that held before as_of and was superseded by then.
+	Past = "past"
+)
+
+// Fact is a fact row in a context, with its status and the quote of its
+// source that supports it. Via, on a related fact, is the id of the ref
+// fact that led to its subject.
+type Fact struct {
+	sgam.Fact
+	Status string `json:"status"`
+	Quote  string `json:"quote,omitempty"`
+	Via    int64  `json:"via,omitempty"`
+}
+
+// Evidence is an episode cited as support.
+type Evidence struct {
+	EpisodeID  string    `json:"episode_id"`
+	Session    string    `json:"session"`
+	OccurredAt time.Time `json:"occurred_at"`
+	Score      float64   `json:"score"`
+	Snippet    string    `json:"snippet"`
+}
+
+// Omitted counts what the budget left out.
+type Omitted struct {
+	Facts    int `json:"facts"`
+	Related  int `json:"related"`
+	Evidence int `json:"evidence"`
+}
+
+// Recaller answers questions from a store.
+type Recaller struct {
+	store Store
+	clock sgam.Clock
+
+	mu      sync.Mutex
+	schemas map[string]*schema.Schema // parsed, by hash
+}
+
+// New returns a Recaller over store, on the system clock.
+func New(store Store) *Recaller {
+	return &Recaller{store: store, clock: sgam.SystemClock{}, schemas: map[string]*schema.Schema{}}
+}
+
+// WithClock sets the clock that "now" and relative phrases are read by.
+func (r *Recaller) WithClock(c sgam.Clock) *Recaller {
+	r.clock = c
+	return r
+}
+
+// check validates q and fills in its defaults.
+func (q Query) check() (Query, error) {
+	if err := sgam.CheckTenant(q.Tenant); err != nil {
+		return q, err
+	}
+	switch {
+	case len(q.Question) > sgam.MaxQuestionBytes:
+		return q, sgam.Errorf(sgam.Invalid, "question", "is %d bytes; at most %d", len(q.Question), sgam.MaxQuestionBytes)
+	case !utf8.ValidString(q.Question):
+		return q, sgam.Errorf(sgam.Invalid, "question", "is not valid UTF-8")
+	case q.Question == "" && len(q.Subjects) == 0:
+		return q, sgam.Errorf(sgam.Invalid, "question", "is required (or name the subjects)")
+	}
+	if len(q.Subjects) > MaxSubjects {
+		return q, sgam.Errorf(sgam.Invalid, "subjects", "names %d subjects; at most %d", len(q.Subjects), MaxSubjects)
+	}
+	for i, s := range q.Subjects {
+		if err := sgam.CheckSubject(s); err != nil {
+			return q, renamed(err, fmt.Sprintf("subjects[%d]", i))
+		}
+	}
+	if len(q.Attributes) > MaxAttributes {
+		return q, sgam.Errorf(sgam.Invalid, "attributes", "names %d attributes; at most %d", len(q.Attributes), MaxAttributes)
+	}
+	for i, a := range q.Attributes {
+		if err := sgam.CheckAttribute(a); err != nil {
+			return q, renamed(err, fmt.Sprintf("attributes[%d]", i))
+		}
+	}
+	var err error
+	if !q.AsOf.IsZero() {
+		if q.AsOf, err = sgam.CheckTime("as_of", q.AsOf); err != nil {
+			return q, err
+		}
+	}
+	if !q.KnownAt.IsZero() {
+		if q.KnownAt, err = sgam.CheckTime("known_at", q.KnownAt); err != nil {
+			return q, err
+		}
+	}
+	switch {
+	case q.TokenBudget == 0:
+		q.TokenBudget = DefaultBudget
+	case q.TokenBudget < MinBudget || q.TokenBudget > MaxBudget:
+		return q, sgam.Errorf(sgam.Invalid, "budget", "must be between %d and %d tokens, not %d", MinBudget, MaxBudget, q.TokenBudget)
+	}
+	switch {
+	case q.EvidenceLimit == 0:
+		q.EvidenceLimit = DefaultEvidence
+	case q.EvidenceLimit != None && (q.EvidenceLimit < 1 || q.EvidenceLimit > MaxEvidence):
+		return q, sgam.Errorf(sgam.Invalid, "evidence_limit", "must be between 1 and %d, or %d for none; not %d", MaxEvidence, None, q.EvidenceLimit)
+	}
+	switch {
+	case q.Hops == 0:
+		q.Hops = DefaultHops
+	case q.Hops != None && (q.Hops < 1 || q.Hops > MaxHops):
+		return q, sgam.Errorf(sgam.Invalid, "hops", "must be between 1 and %d, or %d for none; not %d", MaxHops, None, q.Hops)
+	}
+	if q.Session != "" {
+		if err := sgam.CheckSession(q.Session); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+// renamed gives an *sgam.Error the field it has in the query.
+func renamed(err error, field string) error {
+	if e, ok := err.(*sgam.Error); ok {
+		c := *e
+		c.Field = field
+		return &c
+	}
+	return err
+}
+
+// Recall answers q.
+func (r *Recaller) Recall(ctx context.Context, q Query) (*Context, error) {
+	q, err := q.check()
+	if err != nil {
+		return nil, err
+	}
+	now := r.clock.Now().UTC().Truncate(time.Microsecond)
+	out := &Context{Question: q.Question, Budget: q.TokenBudget, Subjects: []string{}, Attributes: []string{},
+		Facts: []Fact{}, Evidence: []Evidence{}, Related: []Fact{}}
+	sc, err := r.schema(ctx, q.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	found := when.Parse(q.Question, now)
+	r.instants(out, q, found, sc, now)
+	at := sgam.At{AsOf: out.AsOf, KnownAt: out.KnownAt}
+
+	g := &gather{r: r, ctx: ctx, q: q, at: at, sc: sc, episodes: map[string]sgam.Episode{}}
+	var hits []sgam.EpisodeHit
+	if q.EvidenceLimit != None && q.Question != "" {
+		hits, err = r.store.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: q.Tenant, Text: q.Question, Limit: q.EvidenceLimit, KnownAt: out.KnownAt})
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hits {
+			g.episodes[h.Episode.ID] = h.Episode
+		}
+	}
+	subjects, err := g.subjects(hits)
+	if err != nil {
+		return nil, err
+	}
+	out.Subjects = subjects
+	attrs, err := g.attributes(subjects)
+	if err != nil {
+		return nil, err
+	}
+	out.Attributes = attrs
+	current, past, err := g.facts(subjects, attrs, found.Past)
+	if err != nil {
+		return nil, err
+	}
+	var related []Fact
+	if q.Hops != None {
+		if related, err = g.related(current, subjects); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.assemble(out, current, past, related, hits); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// instants fixes the instants of the read: given ones win, then what the
+// question says, then now. A question about what was believed at K (and
+// nothing about valid time) reads the state as of K as believed at K.
+func (r *Recaller) instants(out *Context, q Query, found when.Found, sc *tenantSchema, now time.Time) {
+	out.KnownAt, out.Instants.KnownAt = now, "now"
+	switch {
+	case !q.KnownAt.IsZero():
+		out.KnownAt, out.Instants.KnownAt = q.KnownAt, "given"
+	case !found.KnownAt.IsZero():
+		out.KnownAt, out.Instants.KnownAt = found.KnownAt, fmt.Sprintf("the question: %q", found.KnownAtWhy)
+	case found.BeforeMigration:
+		if m := sc.migratedAt; !m.IsZero() {
+			out.KnownAt = m.Add(-time.Microsecond)
+			out.Instants.KnownAt = fmt.Sprintf("the question: %q (schema version %d, with migrations, was applied at %s)", found.KnownAtWhy, sc.version, m.Format(time.RFC3339Nano))
+		} else {
+			out.Instants.KnownAt = fmt.Sprintf("now (the question says %q, but the tenant's schema has no migration)", found.KnownAtWhy)
+		}
+	}
+	out.AsOf, out.Instants.AsOf = now, "now"
+	switch {
+	case !q.AsOf.IsZero():
+		out.AsOf, out.Instants.AsOf = q.AsOf, "given"
+	case !found.AsOf.IsZero():
+		out.AsOf, out.Instants.AsOf = found.AsOf, fmt.Sprintf("the question: %q", found.AsOfWhy)
+	case out.Instants.KnownAt != "now":
+		out.AsOf, out.Instants.AsOf = out.KnownAt, "known_at (what was believed then about then)"
+	}
+}
+
+// tenantSchema is the parsed schema in force for a tenant (nil parsed:
+// none), with the instant of its latest version that declares migrations.
+type tenantSchema struct {
+	parsed     *schema.Schema
+	version    int
+	migratedAt time.Time
+}
+
+func (r *Recaller) schema(ctx context.Context, tenant string) (*tenantSchema, error) {
+	sv, err := r.store.Schema(ctx, tenant)
+	if err != nil || sv.Version == 0 {
+		return &tenantSchema{}, err
+	}
+	r.mu.Lock()
+	s, ok := r.schemas[sv.Hash]
+	r.mu.Unlock()
+	if !ok {
+		if s, err = schema.Parse(sv.Body); err != nil {
+			return nil, fmt.Errorf("recall: the stored schema version %d does not parse: %w", sv.Version, err)
+		}
+		r.mu.Lock()
+		if len(r.schemas) >= 64 {
+			clear(r.schemas)
+		}
+		r.schemas[sv.Hash] = s
+		r.mu.Unlock()
+	}
+	ts := &tenantSchema{parsed: s, version: sv.Version}
+	if len(s.Migrations) > 0 {
+		ts.migratedAt = sv.AppliedAt
+	}
+	return ts, nil
+}
+
+// gather reads what one recall needs, caching the episodes it read.
+type gather struct {
+	r        *Recaller
+	ctx      context.Context
+	q        Query
+	at       sgam.At
+	sc       *tenantSchema
+	episodes map[string]sgam.Episode
+	records  map[string][]sgam.Extraction
+	states   map[string][]sgam.Fact
+}
+
+// subjects are the subjects in play, at most MaxSubjects: the given ones;
+// else the known subjects the question names, those of the session's
+// latest facts, and, when still none, those of the facts the best
+// evidence is the source of.
+func (g *gather) subjects(hits []sgam.EpisodeHit) ([]string, error) {
+	if len(g.q.Subjects) > 0 {
+		return slices.Clone(g.q.Subjects), nil
+	}
+	var out []string
+	add := func(ids []string) {
+		for _, id := range ids {
+			if len(out) < MaxSubjects && !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	named, err := g.r.store.Subjects(g.ctx, g.q.Tenant, words.Candidates(g.q.Question, sgam.MaxSubjectsLookup))
+	if err != nil {
+		return nil, err
+	}
+	add(named)
+	if g.q.Session != "" && len(out) < MaxSubjects {
+		recent, err := g.r.store.Episodes(g.ctx, sgam.EpisodeQuery{Tenant: g.q.Tenant, Session: g.q.Session, Latest: true, Limit: 4})
+		if err != nil {
+			return nil, err
+		}
+		if len(recent) > 0 {
+			from, err := g.r.store.SubjectsFrom(g.ctx, g.q.Tenant, episodeIDs(recent), g.at.KnownAt)
+			if err != nil {
+				return nil, err
+			}
+			add(from)
+		}
+	}
+	if len(out) == 0 && len(hits) > 0 {
+		var top []sgam.Episode
+		for _, h := range hits[:min(3, len(hits))] {
+			top = append(top, h.Episode)
+		}
+		from, err := g.r.store.SubjectsFrom(g.ctx, g.q.Tenant, episodeIDs(top), g.at.KnownAt)
+		if err != nil {
+			return nil, err
+		}
+		add(from)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
+}
+
+func episodeIDs(es []sgam.Episode) []string {
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.ID
+	}
+	return ids
+}
+
+// facts reads the state of the subjects at the instants: the attributes
+// asked for, or those the question names, or, when it names none, every
+// attribute. With past set (the question is about the past or history),
+// the values of those attributes superseded before as_of too, newest
+// first.
+func (g *gather) facts(subjects, attrs []string, past bool) (current, old []Fact, err error) {
+	for _, s := range subjects {
+		state, err := g.state(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys := map[sgam.Key]bool{}
+		for _, f := range state {
+			if len(attrs) > 0 && !slices.Contains(attrs, f.Attribute) {
+				continue
+			}
+			current = append(current, Fact{Fact: f, Status: Current})
+			keys[sgam.Key{Tenant: f.Tenant, Subject: f.Subject, Attribute: f.Attribute}] = true
+		}
+		if !past {
+			continue
+		}
+		for _, a := range attrs {
+			keys[sgam.Key{Tenant: g.q.Tenant, Subject: s, Attribute: a}] = true
+		}
+		for _, k := range sortedKeys(keys) {
+			rows, err := g.r.store.History(g.ctx, k)
+			if err != nil {
+				return nil, nil, err
+			}
+			old = append(old, g.superseded(rows)...)
+		}
+	}
+	// Matched attributes in the order of the match, then by subject.
+	if len(attrs) > 0 {
+		rank := func(f Fact) int { return slices.Index(attrs, f.Attribute) }
+		slices.SortStableFunc(current, func(a, b Fact) int { return rank(a) - rank(b) })
+		slices.SortStableFunc(old, func(a, b Fact) int { return rank(a) - rank(b) })
+	}
+	return current, old, nil
+}
+
+// superseded picks, from a key's history, the rows believed at known_at
+// whose validity ended by as_of: what held before the value at as_of,
+// newest first.
+func (g *gather) superseded(rows []sgam.Fact) []Fact {
+	var out []Fact
+	for _, f := range rows {
+		believed := !f.RecordedAt.After(g.at.KnownAt) && (f.RetractedAt == nil || f.RetractedAt.After(g.at.KnownAt))
+		if believed && !f.Tombstone && f.ValidTo != nil && !f.ValidTo.After(g.at.AsOf) {
+			out = append(out, Fact{Fact: f, Status: Past})
+		}
+	}
+	slices.SortFunc(out, func(a, b Fact) int { return b.ValidFrom.Compare(a.ValidFrom) })
+	return out
+}
+
+func sortedKeys(m map[sgam.Key]bool) []sgam.Key {
+	keys := make([]sgam.Key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b sgam.Key) int {
+		if a.Subject != b.Subject {
+			return cmpString(a.Subject, b.Subject)
+		}
+		return cmpString(a.Attribute, b.Attribute)
+	})
+	return keys
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// related follows ref facts from the facts in play, Hops deep: the state
+// of each subject a ref value names (at most MaxRelated of them, none in
+// play already), each fact marked with the ref fact that led to it.
+func (g *gather) related(from []Fact, inPlay []string) ([]Fact, error) {
+	seen := map[string]bool{}
+	for _, s := range inPlay {
+		seen[s] = true
+	}
+	var out []Fact
+	frontier := from
+	for hop := 0; hop < g.q.Hops && len(frontier) > 0; hop++ {
+		var next []Fact
+		for _, f := range frontier {
+			target, ok, err := g.refTarget(f.Fact)
+			if err != nil {
+				return nil, err
+			}
+			if !ok || seen[target] || len(seen) >= len(inPlay)+MaxRelated {
+				continue
+			}
+			seen[target] = true
+			state, err := g.state(target)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range state {
+				next = append(next, Fact{Fact: t, Status: Current, Via: f.ID})
+			}
+		}
+		out = append(out, next...)
+		frontier = next
+	}
+	return out, nil
+}
+
+// refTarget is the subject a fact's value names, when its attribute is a
+// relation: declared type ref, or, with no schema, a string value that is
+// a known subject.
+func (g *gather) refTarget(f sgam.Fact) (string, bool, error) {
+	var id string
+	if json.Unmarshal(f.Value, &id) != nil || id == "" || sgam.CheckSubject(id) != nil {
+		return "", false, nil
+	}
+	if g.sc.parsed != nil {
+		a, ok := g.sc.parsed.Attribute(f.Attribute)
+		return id, ok && a.Type == schema.TypeRef, nil
+	}
+	known, err := g.r.store.Subjects(g.ctx, g.q.Tenant, []string{id})
+	return id, err == nil && len(known) == 1, err
+}

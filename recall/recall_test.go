@@ -1,0 +1,227 @@
+package recall_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/recall"
+	"github.com/sgam-dev/sgam/store/sqlite"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func ts(t testing.TB, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339Nano, s)
+	require.NoError(t, err)
+	return v.UTC()
+}
+
+// world is a store on a manual clock, and a Recaller reading it at now.
+type world struct {
+	t     testing.TB
+	ctx   context.Context
+	store *sqlite.Store
+	clock *sgam.ManualClock
+	r     *recall.Recaller
+}
+
+func newWorld(t testing.TB) *world {
+	clock := &sgam.ManualClock{}
+	clock.Set(ts(t, "2026-05-01T00:00:00Z"))
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sgam.db"), sqlite.Options{Clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return &world{t: t, ctx: t.Context(), store: s, clock: clock, r: recall.New(s).WithClock(clock)}
+}
+
+// say captures an episode recorded at recorded and, when value is set,
+// asserts key = value from occurred on its evidence.
+func (w *world) say(tenant, id, occurred, recorded, content, subject, attribute, value string) {
+	w.t.Helper()
+	w.clock.Set(ts(w.t, recorded))
+	_, err := w.store.AddEpisode(w.ctx, sgam.Episode{Tenant: tenant, ID: id, Session: "s1", Content: content, OccurredAt: ts(w.t, occurred)})
+	require.NoError(w.t, err)
+	if value != "" {
+		_, err = w.store.Assert(w.ctx, sgam.Assertion{Key: sgam.Key{Tenant: tenant, Subject: subject, Attribute: attribute},
+			Value: []byte(value), ValidFrom: ts(w.t, occurred), Source: id})
+		require.NoError(w.t, err)
+	}
+}
+
+// passport tells the passport story in tenant.
+func (w *world) passport(tenant string) {
+	w.say(tenant, "e1", "2026-06-01T09:00:00Z", "2026-06-01T09:00:00Z", "Mira: my passport renewal deadline is July 15.", "mira", "passport_deadline", `"2026-07-15"`)
+	w.say(tenant, "e2", "2026-06-03T10:00:00Z", "2026-06-03T10:00:00Z", "Mira: correction, the deadline is June 30, not July 15.", "mira", "passport_deadline", `"2026-06-30"`)
+	w.say(tenant, "e0", "2026-05-30T08:00:00Z", "2026-06-05T12:00:00Z", "Consulate letter to Mira, extracted late: renew by August 1.", "mira", "passport_deadline", `"2026-08-01"`)
+	w.clock.Set(ts(w.t, "2026-12-01T15:04:05Z"))
+}
+
+func (w *world) recall(q recall.Query) *recall.Context {
+	w.t.Helper()
+	c, err := w.r.Recall(w.ctx, q)
+	require.NoError(w.t, err)
+	require.LessOrEqual(w.t, c.Tokens, c.Budget)
+	require.Equal(w.t, recall.Tokens(c.Rendered), c.Tokens)
+	return c
+}
+
+func values(c *recall.Context, status string) []string {
+	var out []string
+	for _, f := range c.Facts {
+		if f.Status == status {
+			out = append(out, string(f.Value)+"@"+strings.Join(f.Sources, ","))
+		}
+	}
+	return out
+}
+
+func TestPassportStory(t *testing.T) {
+	w := newWorld(t)
+	w.passport("acme")
+	q := "When is Mira's passport deadline?"
+
+	now := w.recall(recall.Query{Tenant: "acme", Question: q})
+	require.Equal(t, []string{`"2026-06-30"@e2`}, values(now, recall.Current))
+	require.Empty(t, values(now, recall.Past), "the question is not about the past")
+	require.Equal(t, []string{"mira"}, now.Subjects)
+	require.Equal(t, []string{"passport_deadline"}, now.Attributes)
+	require.Equal(t, "now", now.Instants.AsOf)
+	require.Equal(t, "the deadline is June 30, not July 15", now.Facts[0].Quote[len("Mira: correction, "):len(now.Facts[0].Quote)-1])
+	require.NotEmpty(t, now.Evidence)
+	for _, e := range now.Evidence {
+		require.Contains(t, []string{"e0", "e1", "e2"}, e.EpisodeID)
+	}
+	golden(t, "passport_now.txt", now.Rendered)
+
+	then := w.recall(recall.Query{Tenant: "acme", Question: q, AsOf: ts(t, "2026-06-02T00:00:00Z")})
+	require.Equal(t, []string{`"2026-07-15"@e1`}, values(then, recall.Current))
+	require.Equal(t, "given", then.Instants.AsOf)
+
+	asked := w.recall(recall.Query{Tenant: "acme", Question: "What was Mira's passport deadline on June 2, 2026?"})
+	require.Equal(t, ts(t, "2026-06-02T23:59:59.999999Z"), asked.AsOf)
+	require.Contains(t, asked.Instants.AsOf, `"on June 2, 2026"`)
+	require.Equal(t, []string{`"2026-07-15"@e1`}, values(asked, recall.Current))
+	require.Equal(t, []string{`"2026-08-01"@e0`}, values(asked, recall.Past), "a question about the past shows what held before, marked past")
+	require.Contains(t, asked.Rendered, "Past values (superseded before as_of; not current):")
+	golden(t, "passport_june2.txt", asked.Rendered)
+
+	believed := w.recall(recall.Query{Tenant: "acme", Question: q, KnownAt: ts(t, "2026-06-03T09:59:00Z")})
+	require.Equal(t, []string{`"2026-07-15"@e1`}, values(believed, recall.Current))
+	require.Equal(t, "given", believed.Instants.KnownAt)
+	for _, e := range believed.Evidence {
+		require.Equal(t, "e1", e.EpisodeID, "e2 and e0 were not recorded yet")
+	}
+}
+
+func TestRetractedNotCurrent(t *testing.T) {
+	w := newWorld(t)
+	w.say("acme", "p1", "2026-06-01T09:00:00Z", "2026-06-01T09:00:00Z", "Bob: I prefer green tea in the morning.", "bob", "drink_preference", `"green tea"`)
+	w.say("acme", "p2", "2026-06-10T09:00:00Z", "2026-06-10T09:00:00Z", "Bob: I don't drink tea any more.", "", "", "")
+	w.clock.Set(ts(t, "2026-06-10T09:00:00Z"))
+	_, err := w.store.Retract(w.ctx, sgam.Retraction{Key: sgam.Key{Tenant: "acme", Subject: "bob", Attribute: "drink_preference"}, At: ts(t, "2026-06-10T09:00:00Z"), Source: "p2"})
+	require.NoError(t, err)
+	w.clock.Set(ts(t, "2026-12-01T15:04:05Z"))
+
+	c := w.recall(recall.Query{Tenant: "acme", Question: "What drink does Bob prefer?"})
+	require.Empty(t, c.Facts, "a retracted preference is not current")
+	require.Contains(t, c.Rendered, "- none: no value of drink_preference of bob at those instants")
+	past := w.recall(recall.Query{Tenant: "acme", Question: "What drink did Bob previously prefer?"})
+	require.Equal(t, []string{`"green tea"@p1`}, values(past, recall.Past))
+	require.Empty(t, values(past, recall.Current))
+}
+
+func TestTenantsSeeOnlyTheirOwn(t *testing.T) {
+	w := newWorld(t)
+	w.passport("acme")
+	w.say("globex", "g1", "2026-06-01T09:00:00Z", "2026-06-01T09:00:00Z", "Mira: my passport renewal deadline is September 9.", "mira", "passport_deadline", `"2026-09-09"`)
+	w.clock.Set(ts(t, "2026-12-01T15:04:05Z"))
+	for tenant, want := range map[string][]string{"acme": {`"2026-06-30"@e2`}, "globex": {`"2026-09-09"@g1`}} {
+		c := w.recall(recall.Query{Tenant: tenant, Question: "When is Mira's passport deadline?", EvidenceLimit: 20})
+		require.Equal(t, want, values(c, recall.Current), tenant)
+		for _, f := range c.Facts {
+			require.Equal(t, tenant, f.Tenant)
+		}
+		for _, e := range c.Evidence {
+			require.Equal(t, tenant == "globex", e.EpisodeID == "g1", "%s cites %s", tenant, e.EpisodeID)
+		}
+	}
+	none := w.recall(recall.Query{Tenant: "initech", Question: "When is Mira's passport deadline?"})
+	require.Empty(t, none.Facts)
+	require.Empty(t, none.Evidence)
+	require.Empty(t, none.Subjects)
+}
+
+func TestRelatedThroughRefs(t *testing.T) {
+	w := newWorld(t)
+	w.say("acme", "r1", "2026-06-01T09:00:00Z", "2026-06-01T09:00:00Z", "Mira works at Initrode.", "mira", "employer", `"initrode"`)
+	w.say("acme", "r2", "2026-06-01T10:00:00Z", "2026-06-01T10:00:00Z", "Initrode is based in Oslo.", "initrode", "city", `"Oslo"`)
+	w.say("acme", "r3", "2026-06-01T11:00:00Z", "2026-06-01T11:00:00Z", "Oslo is in Norway.", "oslo", "country", `"Norway"`)
+	w.clock.Set(ts(t, "2026-12-01T15:04:05Z"))
+	c := w.recall(recall.Query{Tenant: "acme", Question: "Where does Mira work?", EvidenceLimit: recall.None})
+	require.Len(t, c.Related, 1)
+	require.Equal(t, "initrode", c.Related[0].Subject)
+	require.Equal(t, c.Facts[0].ID, c.Related[0].Via)
+	none := w.recall(recall.Query{Tenant: "acme", Question: "Where does Mira work?", Hops: recall.None})
+	require.Empty(t, none.Related)
+}
+
+func TestBudget(t *testing.T) {
+	w := newWorld(t)
+	w.passport("acme")
+	for i, budget := range []int{96, 110, 130, 160, 200, 240, 400} {
+		c := w.recall(recall.Query{Tenant: "acme", Question: "What was Mira's passport deadline on June 2, 2026?", TokenBudget: budget, EvidenceLimit: 10})
+		require.LessOrEqual(t, c.Tokens, budget)
+		shown := len(c.Facts) + len(c.Evidence) + len(c.Related)
+		left := c.Omitted.Facts + c.Omitted.Evidence + c.Omitted.Related
+		require.Equal(t, 2+3, shown+left, "budget %d: every item is shown or counted as left out", budget)
+		if left > 0 {
+			require.Contains(t, c.Rendered, "Left out to keep within")
+		}
+		if i == 0 {
+			require.Positive(t, left)
+		}
+	}
+	_, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: strings.Repeat("passport ", 200), TokenBudget: 64})
+	require.Equal(t, sgam.Invalid, sgam.ErrorCode(err))
+	require.Contains(t, err.Error(), "budget")
+}
+
+func TestBadQueries(t *testing.T) {
+	w := newWorld(t)
+	for field, q := range map[string]recall.Query{
+		"tenant":         {Question: "x"},
+		"question":       {Tenant: "acme"},
+		"budget":         {Tenant: "acme", Question: "x", TokenBudget: 10},
+		"evidence_limit": {Tenant: "acme", Question: "x", EvidenceLimit: -2},
+		"hops":           {Tenant: "acme", Question: "x", Hops: 9},
+		"subjects[1]":    {Tenant: "acme", Question: "x", Subjects: []string{"a", " b"}},
+		"attributes[0]":  {Tenant: "acme", Question: "x", Attributes: []string{"a b"}},
+		"session":        {Tenant: "acme", Question: "x", Session: "a\nb"},
+	} {
+		_, err := w.r.Recall(w.ctx, q)
+		var e *sgam.Error
+		require.ErrorAs(t, err, &e, field)
+		require.Equal(t, sgam.Invalid, e.Code, field)
+		require.Equal(t, field, e.Field)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./recall -update to write %s", path)
+	require.Equal(t, string(want), got)
+}

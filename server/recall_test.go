@@ -1,0 +1,71 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRecallRoute(t *testing.T) { eachStore(t, testRecallRoute) }
+
+// testRecallRoute: a read key recalls its tenant's facts and episodes, at
+// the instant the question names; another tenant's key, asking the same
+// words of a tenant with the same words, cites only its own.
+func testRecallRoute(t *testing.T, open opener) {
+	e := newEnv(t, open)
+	for _, w := range []struct{ key, body string }{
+		{"acme-write", `{"episode_id":"e1","content":"Mira: my passport deadline is July 15.","occurred_at":"2026-06-01T09:00:00Z"}`},
+		{"acme-write", `{"episode_id":"e2","content":"Mira: correction, the deadline is June 30.","occurred_at":"2026-06-03T10:00:00Z"}`},
+		{"globex-admin", `{"episode_id":"g1","content":"Mira: my passport deadline is September 9.","occurred_at":"2026-06-01T09:00:00Z"}`},
+	} {
+		st, body := e.do("POST", "/v1/episodes", w.key, w.body)
+		require.Equal(t, 200, st, "%v", body)
+	}
+	for _, w := range []struct{ key, body string }{
+		{"acme-write", `{"subject":"mira","attribute":"passport_deadline","value":"2026-07-15","valid_from":"2026-06-01T09:00:00Z","source":"e1"}`},
+		{"acme-write", `{"subject":"mira","attribute":"passport_deadline","value":"2026-06-30","valid_from":"2026-06-03T10:00:00Z","source":"e2"}`},
+		{"globex-admin", `{"subject":"mira","attribute":"passport_deadline","value":"2026-09-09","valid_from":"2026-06-01T09:00:00Z","source":"g1"}`},
+	} {
+		st, body := e.do("POST", "/v1/facts", w.key, w.body)
+		require.Equal(t, 200, st, "%v", body)
+	}
+
+	st, body := e.do("POST", "/v1/recall", "acme-read", `{"question":"When is Mira's passport deadline?"}`)
+	require.Equal(t, 200, st, "%v", body)
+	facts := body["facts"].([]any)
+	require.Len(t, facts, 1)
+	f := facts[0].(map[string]any)
+	require.Equal(t, "2026-06-30", f["value"])
+	require.Equal(t, "current", f["status"])
+	require.Equal(t, []any{"e2"}, f["sources"])
+	require.Contains(t, body["rendered"], `"2026-06-30"`)
+	require.LessOrEqual(t, body["tokens"], body["budget"])
+	for _, ev := range body["evidence"].([]any) {
+		require.Contains(t, []any{"e1", "e2"}, ev.(map[string]any)["episode_id"])
+	}
+
+	st, body = e.do("POST", "/v1/recall", "acme-read", `{"question":"What was Mira's passport deadline on June 2, 2026?"}`)
+	require.Equal(t, 200, st, "%v", body)
+	require.Equal(t, "2026-07-15", body["facts"].([]any)[0].(map[string]any)["value"])
+	require.Equal(t, "2026-06-02T23:59:59.999999Z", body["as_of"])
+
+	st, body = e.do("POST", "/v1/recall", "globex-admin", `{"question":"When is Mira's passport deadline?","evidence_limit":20}`)
+	require.Equal(t, 200, st, "%v", body)
+	require.Len(t, body["facts"], 1)
+	require.Equal(t, "2026-09-09", body["facts"].([]any)[0].(map[string]any)["value"])
+	for _, ev := range body["evidence"].([]any) {
+		require.Equal(t, "g1", ev.(map[string]any)["episode_id"])
+	}
+
+	for _, bad := range []struct{ body, field string }{
+		{`{"question":"x","budget":3}`, "budget"},
+		{`{"question":"x","as_of":"soon"}`, "as_of"},
+		{`{"question":"x","tenant":"globex"}`, "tenant"},
+		{`{}`, "question"},
+	} {
+		st, body = e.do("POST", "/v1/recall", "acme-read", bad.body)
+		require.Equal(t, 400, st, "%s: %v", bad.body, body)
+		_, field := errorOf(t, body)
+		require.Equal(t, bad.field, field, bad.body)
+	}
+}
