@@ -450,7 +450,10 @@ func (g *gather) facts(subjects, attrs []string, past bool) (current, old []Fact
 		for _, a := range attrs {
 			keys[sgam.Key{Tenant: g.q.Tenant, Subject: s, Attribute: a}] = true
 		}
-		for _, k := range sortedKeys(keys) {
+		for i, k := range sortedKeys(keys) {
+			if i == maxHistoryKeys {
+				break
+			}
 			rows, err := g.r.store.History(g.ctx, k)
 			if err != nil {
 				return nil, nil, err
@@ -467,9 +470,16 @@ func (g *gather) facts(subjects, attrs []string, past bool) (current, old []Fact
 	return current, old, nil
 }
 
+// Bounds of the past values read: the keys whose histories are read per
+// subject, and the values kept per key (the latest ones).
+const (
+	maxHistoryKeys = 8
+	maxPastPerKey  = 3
+)
+
 // superseded picks, from a key's history, the rows believed at known_at
-// whose validity ended by as_of: what held before the value at as_of,
-// newest first.
+// whose validity ended by as_of: what held before the value at as_of, the
+// latest maxPastPerKey of them, newest first.
 func (g *gather) superseded(rows []sgam.Fact) []Fact {
 	var out []Fact
 	for _, f := range rows {
@@ -479,7 +489,7 @@ func (g *gather) superseded(rows []sgam.Fact) []Fact {
 		}
 	}
 	slices.SortFunc(out, func(a, b Fact) int { return b.ValidFrom.Compare(a.ValidFrom) })
-	return out
+	return out[:min(len(out), maxPastPerKey)]
 }
 
 func sortedKeys(m map[sgam.Key]bool) []sgam.Key {

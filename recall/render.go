@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sgam-dev/sgam"
@@ -37,16 +38,14 @@ const (
 // assemble renders the context within its budget and keeps, in out, the
 // items it rendered.
 func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sgam.EpisodeHit) error {
-	var lines []string
-	used := 0
-	add := func(line string) { lines = append(lines, line); used += Tokens(line + "\n") }
-	add("Question: " + clip(oneLine(out.Question), maxQuestionShown))
-	add(fmt.Sprintf("Read as of %s (%s), as believed at %s (%s).", stamp(out.AsOf), out.Instants.AsOf, stamp(out.KnownAt), out.Instants.KnownAt))
-	if used > out.Budget {
+	b := &block{}
+	b.add("Question: " + clip(oneLine(out.Question), maxQuestionShown))
+	b.add(fmt.Sprintf("Read as of %s (%s), as believed at %s (%s).", stamp(out.AsOf), out.Instants.AsOf, stamp(out.KnownAt), out.Instants.KnownAt))
+	if used := b.used(); used > out.Budget {
 		return sgam.Errorf(sgam.Invalid, "budget", "%d tokens do not hold even the question and its instants (%d tokens)", out.Budget, used)
 	}
 	// The omitted line, at its longest: kept free while more may follow.
-	reserve := Tokens(omittedLine(out.Budget, Omitted{Facts: 999, Related: 999, Evidence: 999}) + "\n")
+	reserve := omittedReserve()
 
 	type item struct {
 		section string
@@ -104,38 +103,83 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 		if err != nil {
 			return err
 		}
-		cost := Tokens(line + "\n")
+		var more []string
 		if it.section != section {
-			cost += Tokens(it.section + "\n")
+			more = append(more, it.section)
 		}
-		free := out.Budget - used
+		more = append(more, line)
+		free := out.Budget
 		if i < len(items)-1 {
 			free -= reserve
 		}
-		if cost > free {
+		if !b.fits(more, free) {
 			full = true
 			it.omit()
 			continue
 		}
-		if it.section != section {
-			add(it.section)
-			section = it.section
+		for _, l := range more {
+			b.add(l)
 		}
-		add(line)
+		section = it.section
 		it.keep()
 	}
 	if out.Omitted != (Omitted{}) {
-		add(omittedLine(out.Budget, out.Omitted))
+		b.add(omittedLine(out.Budget, out.Omitted))
 	}
-	out.Rendered = strings.Join(lines, "\n") + "\n"
+	out.Rendered = strings.Join(b.lines, "\n") + "\n"
 	out.Tokens = Tokens(out.Rendered)
 	if out.Tokens > out.Budget {
-		// Lines counted one by one can, in principle, count fewer than
-		// the block: never hand out more than the budget.
+		// Lines counted in pieces can, in principle, count fewer than the
+		// block: never hand out more than the budget.
 		return fmt.Errorf("recall: the rendered block counts %d tokens, over the budget of %d", out.Tokens, out.Budget)
 	}
 	return nil
 }
+
+// block is the rendered lines and what they cost. Counting tokens is the
+// dearest part of a recall (the encoder's regular expressions), so lines
+// are counted only when it matters: a line's bytes bound its tokens from
+// above (no token is shorter than a byte), and while the bytes of the
+// lines not counted yet fit, nothing is counted; when they do not, those
+// lines are counted together, once.
+type block struct {
+	lines   []string
+	counted int // lines[:counted] cost exact tokens
+	exact   int
+	pending int // bytes of lines[counted:], newlines included
+}
+
+func (b *block) add(line string) {
+	b.lines = append(b.lines, line)
+	b.pending += len(line) + 1
+}
+
+// used counts every line and returns their tokens.
+func (b *block) used() int {
+	if b.counted < len(b.lines) {
+		b.exact += Tokens(strings.Join(b.lines[b.counted:], "\n") + "\n")
+		b.counted, b.pending = len(b.lines), 0
+	}
+	return b.exact
+}
+
+// fits reports whether more lines fit within free tokens after b's.
+func (b *block) fits(more []string, free int) bool {
+	bytes := 0
+	for _, l := range more {
+		bytes += len(l) + 1
+	}
+	if b.exact+b.pending+bytes <= free {
+		return true
+	}
+	return b.used()+Tokens(strings.Join(more, "\n")+"\n") <= free
+}
+
+// omittedReserve is the tokens of the longest omitted line (a budget of
+// MaxBudget, 999 of each): what is kept free while more may follow.
+var omittedReserve = sync.OnceValue(func() int {
+	return Tokens(omittedLine(MaxBudget, Omitted{Facts: 999, Related: 999, Evidence: 999}) + "\n")
+})
 
 func omittedLine(budget int, o Omitted) string {
 	var parts []string

@@ -60,7 +60,7 @@ store to check that the cost per operation grows slowly with size.`,
 			return nil
 		},
 	}
-	c.AddCommand(a.benchHTTPCommand(), a.benchExtractCommand())
+	c.AddCommand(a.benchHTTPCommand(), a.benchExtractCommand(), a.benchRecallCommand())
 	f := c.Flags()
 	f.IntVar(&opts.Facts, "facts", 100_000, "facts in the store (and for the reference recipe)")
 	f.IntVar(&opts.BigFacts, "big", 0, "also measure a store of this many facts (e.g. 1000000)")

@@ -151,7 +151,7 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 		a.exportCommand(), a.importCommand(),
 		a.checkCommand(),
 		a.forgetCommand(), a.expireCommand(), a.compactCommand(), a.receiptsCommand(),
-		a.benchCommand(),
+		a.benchCommand(), a.evalCommand(),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

@@ -528,11 +528,13 @@ func (p *parser) monthsAgo(today time.Time, n int) time.Time {
 	return time.Date(first.Year(), first.Month(), min(today.Day(), last), 0, 0, 0, 0, p.loc)
 }
 
-var history = set("was", "were", "did", "didn't", "didn’t", "previously", "before", "history", "historical", "changed", "change",
+var history = set("was", "were", "previously", "before", "history", "historical", "changed", "change",
 	"changes", "originally", "formerly", "earlier", "old", "prior", "past")
 
 // historical reports whether the question's words ask about the past.
-// "did" counts on its own: "did Alice have", "where did Bob live".
+// "did" does not count: it asks about events ("when did Bob move?") as
+// often as about values that held once, and every question about an
+// event would read histories.
 func (p *parser) historical() bool {
 	for k, tk := range p.t {
 		if history[tk.low] || p.words(k, "used", "to") > 0 || p.words(k, "at", "first") > 0 {

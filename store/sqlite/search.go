@@ -24,8 +24,13 @@ func matchExpr(n int64, terms []string) string {
 	return fmt.Sprintf("t:t%d AND (%s)", n, strings.Join(q, " OR "))
 }
 
-// Search implements engine.Reader; its columns are episodeColumns. bm25 weighs the tenant column 0: every
-// row of the tenant has its token.
+// Search implements engine.Reader. The ranking runs inside the index
+// (the tenant's token in the match keeps other tenants' rows out of it;
+// bm25 weighs that column 0, as every row of the tenant has it), and only
+// the best rows are joined to their episodes, whose tenant test is the
+// wall. Episodes recorded after knownAt are dropped after ranking, so
+// when some were, the search runs again with a deeper cut until limit
+// hits survive or the index has no more.
 func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt int64, limit int) ([]sgam.EpisodeHit, error) {
 	var n int64
 	switch err := s.queryRow(ctx, `SELECT n FROM search_tenants WHERE tenant = ?`, tenant).Scan(&n); {
@@ -34,26 +39,42 @@ func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt 
 	case err != nil:
 		return nil, mapErr(fmt.Errorf("search: %w", err))
 	}
+	match := matchExpr(n, terms)
+	for depth := limit; ; depth *= 8 {
+		out, ranked, err := s.search(ctx, tenant, match, knownAt, limit, depth)
+		if err != nil || len(out) == limit || ranked < depth {
+			return out, err
+		}
+	}
+}
+
+// search ranks the best depth rows of the index and returns the first
+// limit of them recorded by knownAt, and how many rows were ranked.
+func (s *db) search(ctx context.Context, tenant, match string, knownAt int64, limit, depth int) (out []sgam.EpisodeHit, ranked int, err error) {
 	rows, err := s.query(ctx, `SELECT e.tenant, e.episode_id, e.session, e.kind, e.content, e.occurred_at, e.recorded_at, e.metadata,
-			coalesce(e.idempotency_key, ''), coalesce(e.retention, ''), e.subjects, -bm25(search_fts, 0.0, 1.0)
-		FROM search_fts
-		JOIN search_docs d ON d.doc = search_fts.rowid
+			coalesce(e.idempotency_key, ''), coalesce(e.retention, ''), e.subjects, -m.rank, e.recorded_at <= ?3
+		FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ?2 AND rank MATCH 'bm25(0.0, 1.0)' ORDER BY rank LIMIT ?4) m
+		JOIN search_docs d ON d.doc = m.rowid
 		JOIN episodes e ON e.tenant = d.tenant AND e.episode_id = d.episode_id
-		WHERE search_fts MATCH ?2 AND d.tenant = ?1 AND e.recorded_at <= ?3
-		ORDER BY bm25(search_fts, 0.0, 1.0) LIMIT ?4`, tenant, matchExpr(n, terms), knownAt, limit)
+		WHERE d.tenant = ?1
+		ORDER BY m.rank`, tenant, match, knownAt, depth)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("search: %w", err))
+		return nil, 0, mapErr(fmt.Errorf("search: %w", err))
 	}
 	defer rows.Close()
-	out := []sgam.EpisodeHit{}
+	out = []sgam.EpisodeHit{}
 	for rows.Next() {
 		var h sgam.EpisodeHit
-		if h.Episode, err = scanEpisode(rows, &h.Score); err != nil {
-			return nil, mapErr(fmt.Errorf("search: %w", err))
+		var known bool
+		if h.Episode, err = scanEpisode(rows, &h.Score, &known); err != nil {
+			return nil, 0, mapErr(fmt.Errorf("search: %w", err))
 		}
-		out = append(out, h)
+		ranked++
+		if known && len(out) < limit {
+			out = append(out, h)
+		}
 	}
-	return out, mapErr(rows.Err())
+	return out, ranked, mapErr(rows.Err())
 }
 
 // reindexBatch is how many episodes one transaction of Reindex indexes.
