@@ -36,9 +36,10 @@ const MaxQuestionBytes = 4096
 // EpisodeHit is one episode found by a search.
 type EpisodeHit struct {
 	Episode Episode `json:"episode"`
-	// Score orders the hits, higher is better; it is the index's own
-	// relevance (BM25 on SQLite, ts_rank on PostgreSQL) and only compares
-	// hits of one search.
+	// Score orders the hits, higher is better. Of SearchEpisodes it is
+	// the index's own relevance (BM25 on SQLite, ts_rank on PostgreSQL)
+	// and only compares hits of one search; of NearestEpisodes it is the
+	// cosine similarity (-1 to 1), the same on every store.
 	Score   float64 `json:"score"`
 	Snippet string  `json:"snippet"`
 }

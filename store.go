@@ -31,7 +31,25 @@ type Episodes interface {
 	Episode(ctx context.Context, tenant, id string) (Episode, error)
 	// Episodes lists a tenant's episodes, oldest first.
 	Episodes(ctx context.Context, q EpisodeQuery) ([]Episode, error)
+	// Around returns, for each of ids (at most MaxAroundLookup) that is
+	// an episode of a session, the up to n (at most MaxAround) episodes
+	// just before it in its session and just after it (by occurred_at,
+	// then id), recorded by knownAt (zero: now), oldest first: the turns
+	// of the conversation around it. An unknown id, or one with no
+	// neighbour, has no window.
+	Around(ctx context.Context, tenant string, ids []string, n int, knownAt time.Time) (map[string]Window, error)
 }
+
+// Window is the conversation around an episode (Episodes.Around).
+type Window struct {
+	Before, After []Episode
+}
+
+// Bounds of Episodes.Around.
+const (
+	MaxAroundLookup = 64
+	MaxAround       = 8
+)
 
 // FactWriter writes facts under the tenant's schema.
 type FactWriter interface {
@@ -199,6 +217,7 @@ type Store interface {
 	Extractions
 	ExtractionQueue
 	Search
+	Embeddings
 	Admin
 	Close() error
 }

@@ -2,14 +2,7 @@ package llm
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
-	"net"
-	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -30,22 +23,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(cfg.BaseURL),
-		// Retries are ours: the SDK's would also retry 408 and 409, and
-		// hide the attempts from the record.
-		option.WithMaxRetries(0),
-		// The SDK reads OPENAI_* variables by default; sgam's
-		// configuration is its own, and an OpenAI key must never go to a
-		// local server by accident.
-		option.WithAPIKey(cfg.APIKey),
-		option.WithHeaderDel("OpenAI-Organization"),
-		option.WithHeaderDel("OpenAI-Project"),
-	}
-	if cfg.APIKey == "" {
-		opts = append(opts, option.WithHeaderDel("Authorization"))
-	}
-	return &Client{cfg: cfg, oa: openai.NewClient(opts...)}, nil
+	return &Client{cfg: cfg, oa: newOpenAI(cfg.BaseURL, cfg.APIKey)}, nil
 }
 
 // Name implements Model.
@@ -65,51 +43,28 @@ func (c *Client) Complete(ctx context.Context, r Request) (Response, error) {
 		extra = append(extra, option.WithJSONSet("tools.0.function.parameters", r.Schema))
 	}
 	var resp Response
-	for attempt := 1; ; attempt++ {
-		resp.Attempts = attempt
-		raw, usage, err := c.once(ctx, params, extra)
+	var err error
+	resp.Attempts, err = c.retrier().do(ctx, func(actx context.Context) error {
+		raw, usage, err := c.once(actx, params, extra)
 		resp.Usage = resp.Usage.Add(usage)
 		if err == nil {
 			resp.Raw = raw
 			resp.JSON = Clean(raw)
-			return resp, nil
 		}
-		if ctx.Err() != nil {
-			return resp, &Error{Kind: KindCanceled, Mode: c.cfg.Mode, Message: ctx.Err().Error()}
-		}
-		e := c.classify(err)
-		if !e.Retryable() || attempt >= c.cfg.MaxAttempts {
-			e.Attempts = attempt
-			return resp, e
-		}
-		wait := backoff(attempt, c.cfg.MaxBackoff)
-		if e.retryAfterSet {
-			if e.RetryAfter > c.cfg.MaxBackoff {
-				e.Attempts = attempt
-				e.Message += fmt.Sprintf(" (the server asks to wait %s, more than the %s allowed)", e.RetryAfter, c.cfg.MaxBackoff)
-				return resp, e
-			}
-			wait = e.RetryAfter
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return resp, &Error{Kind: KindCanceled, Mode: c.cfg.Mode, Message: ctx.Err().Error(), Attempts: attempt}
-		case <-t.C:
-		}
-	}
+		return err
+	})
+	return resp, err
 }
 
-// once sends one attempt under the per-attempt timeout.
+// retrier is how the client's requests are sent again.
+func (c *Client) retrier() retrier {
+	return retrier{maxAttempts: c.cfg.MaxAttempts, maxBackoff: c.cfg.MaxBackoff, timeout: c.cfg.Timeout, mode: c.cfg.Mode}
+}
+
+// once sends one attempt (ctx bounds it: see retrier.do).
 func (c *Client) once(ctx context.Context, params openai.ChatCompletionNewParams, extra []option.RequestOption) (string, Usage, error) {
-	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	cc, err := c.oa.Chat.Completions.New(actx, params, extra...)
+	cc, err := c.oa.Chat.Completions.New(ctx, params, extra...)
 	if err != nil {
-		if actx.Err() != nil && ctx.Err() == nil {
-			return "", Usage{}, errTimeout
-		}
 		return "", Usage{}, err
 	}
 	usage := Usage{PromptTokens: int(cc.Usage.PromptTokens), CompletionTokens: int(cc.Usage.CompletionTokens)}
@@ -135,8 +90,6 @@ func (c *Client) once(ctx context.Context, params openai.ChatCompletionNewParams
 	}
 	return msg.Content, usage, nil
 }
-
-var errTimeout = errors.New("timeout")
 
 func toolName(p openai.ChatCompletionNewParams) string {
 	if len(p.Tools) > 0 && p.Tools[0].OfFunction != nil {
@@ -180,82 +133,4 @@ func (c *Client) params(r Request) openai.ChatCompletionNewParams {
 		}}
 	}
 	return p
-}
-
-// classify turns a failed attempt into an *Error.
-func (c *Client) classify(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	if errors.Is(err, errTimeout) {
-		return &Error{Kind: KindTimeout, Mode: c.cfg.Mode, Message: fmt.Sprintf("no answer within %s", c.cfg.Timeout)}
-	}
-	var ae *openai.Error
-	if errors.As(err, &ae) {
-		out := &Error{Kind: KindStatus, Mode: c.cfg.Mode, Status: ae.StatusCode, Message: serverMessage(ae)}
-		if ae.Response != nil {
-			out.RetryAfter, out.retryAfterSet = retryAfter(ae.Response.Header)
-		}
-		return out
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return &Error{Kind: KindTimeout, Mode: c.cfg.Mode, Message: "the connection timed out"}
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return &Error{Kind: KindConnection, Mode: c.cfg.Mode, Message: oe.Error()}
-	}
-	// The SDK wraps undecodable bodies and such; its text never holds the
-	// key (it is a header, not part of the URL).
-	return &Error{Kind: KindMalformed, Mode: c.cfg.Mode, Message: clip(err.Error(), 500)}
-}
-
-// serverMessage is the server's own message of an error answer, without
-// the request line the SDK prefixes.
-func serverMessage(ae *openai.Error) string {
-	if ae.Message != "" {
-		return clip(ae.Message, 500)
-	}
-	if raw := ae.RawJSON(); raw != "" {
-		return clip(raw, 500)
-	}
-	return http.StatusText(ae.StatusCode)
-}
-
-// retryAfter reads Retry-After (seconds or an HTTP date) or OpenAI's
-// retry-after-ms; ok is false when there is none.
-func retryAfter(h http.Header) (d time.Duration, ok bool) {
-	if ms := h.Get("Retry-After-Ms"); ms != "" {
-		if v, err := strconv.ParseFloat(ms, 64); err == nil && v >= 0 && v < 1e9 {
-			return time.Duration(v * float64(time.Millisecond)), true
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e9 {
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
-}
-
-// backoff is the wait before attempt+1: exponential from 500 ms with
-// jitter, at most limit.
-func backoff(attempt int, limit time.Duration) time.Duration {
-	d := 500 * time.Millisecond << min(attempt-1, 10)
-	d = d/2 + rand.N(d/2+1)
-	return min(d, limit)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -19,8 +19,9 @@ const (
 	KindCanceled   Kind = "canceled"   // the caller's context ended
 )
 
-// Error is a failed request. Its text names the mode for answers that a
-// server gives when it does not support one, and never holds the API key.
+// Error is a failed request (of a chat completion or of embeddings). Its
+// text names the mode for answers that a chat server gives when it does
+// not support one, and never holds the API key.
 type Error struct {
 	Kind    Kind
 	Mode    Mode
@@ -30,22 +31,29 @@ type Error struct {
 	RetryAfter    time.Duration
 	retryAfterSet bool
 	Attempts      int // requests sent before giving up
+	// what names the server in the text: "" for the model's (chat),
+	// "embeddings" for the embeddings endpoint's.
+	what string
 }
 
 func (e *Error) Error() string {
+	what := e.what
+	if what == "" {
+		what = "model"
+	}
 	var s string
 	switch e.Kind {
 	case KindStatus:
-		s = fmt.Sprintf("model server answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
-		if e.Status == http.StatusBadRequest || e.Status == http.StatusUnprocessableEntity || e.Status == http.StatusNotImplemented {
+		s = fmt.Sprintf("%s server answered %d %s: %s", what, e.Status, http.StatusText(e.Status), e.Message)
+		if e.Mode != "" && (e.Status == http.StatusBadRequest || e.Status == http.StatusUnprocessableEntity || e.Status == http.StatusNotImplemented) {
 			s += fmt.Sprintf(" (the request used --llm-mode %s; if the server does not support it, pick another: json_schema, json_object or tools)", e.Mode)
 		}
 	case KindTimeout:
-		s = "model server timed out: " + e.Message
+		s = what + " server timed out: " + e.Message
 	case KindConnection:
-		s = "model server unreachable: " + e.Message
+		s = what + " server unreachable: " + e.Message
 	default:
-		s = fmt.Sprintf("model request %s: %s", e.Kind, e.Message)
+		s = fmt.Sprintf("%s request %s: %s", what, e.Kind, e.Message)
 	}
 	if e.Attempts > 1 {
 		s += fmt.Sprintf(" (after %d attempts)", e.Attempts)

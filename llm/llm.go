@@ -2,9 +2,10 @@
 // model server: it asks an OpenAI-compatible chat completions endpoint
 // (OpenAI, vLLM, llama.cpp server, Ollama, LM Studio, ...) for one JSON
 // object that fills a given JSON Schema, and returns that JSON with the
-// tokens it cost. It retries what is worth retrying (429, 5xx, timeouts,
-// honouring Retry-After) and nothing else, and never puts the API key in
-// an error or a log.
+// tokens it cost; and an OpenAI-compatible embeddings endpoint for the
+// vectors of texts (EmbedClient). It retries what is worth retrying (429,
+// 5xx, timeouts, honouring Retry-After) and nothing else, and never puts
+// the API key in an error or a log.
 package llm
 
 import (
@@ -12,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 )
@@ -92,16 +92,8 @@ func FromEnv(getenv func(string) string) (cfg Config, ok bool, err error) {
 	if cfg.Mode, err = ParseMode(getenv(EnvMode)); err != nil {
 		return cfg, false, fmt.Errorf("%s: %w", EnvMode, err)
 	}
-	cfg.APIKey = getenv(EnvAPIKey)
-	if f := getenv(EnvAPIKeyFile); f != "" {
-		if cfg.APIKey != "" {
-			return cfg, false, fmt.Errorf("set %s or %s, not both", EnvAPIKey, EnvAPIKeyFile)
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return cfg, false, fmt.Errorf("%s: cannot read the key file: %w", EnvAPIKeyFile, errors.Unwrap(err))
-		}
-		cfg.APIKey, _, _ = strings.Cut(strings.TrimSpace(string(b)), "\n")
+	if cfg.APIKey, err = apiKeyFromEnv(getenv, EnvAPIKey, EnvAPIKeyFile); err != nil {
+		return cfg, false, err
 	}
 	return cfg, cfg.BaseURL != "" || cfg.Model != "", nil
 }

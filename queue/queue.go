@@ -11,6 +11,9 @@
 // extracted already is skipped, a prompt answered already is answered from
 // its record, and a fact written twice from one episode is the ledger's
 // idempotent repeat.
+//
+// With an Embedder configured, the queue also keeps every episode's
+// vector up to date for recall's vector search (embed.go).
 package queue
 
 import (
@@ -26,6 +29,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/llm"
 )
 
 // QueueName is River's queue of extraction jobs.
@@ -77,6 +81,10 @@ type Config struct {
 	BudgetRecheck time.Duration
 	// Logger gets River's warnings and the queue's; default: discarded.
 	Logger *slog.Logger
+	// Embedder, when set, embeds every episode of the store (its
+	// content) in the background, for recall's vector search: see
+	// embed.go. The store must implement sgam.Embeddings.
+	Embedder llm.Embedder
 }
 
 func (c Config) withDefaults() Config {
@@ -129,6 +137,8 @@ type Queue struct {
 	mu      sync.Mutex
 	stop    context.CancelFunc
 	stopped chan struct{}
+
+	embed embedState
 }
 
 // riverConfig is the River configuration of cfg with w as the worker.
@@ -146,6 +156,7 @@ func riverConfig(cfg Config, w *worker) *river.Config {
 	if cfg.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{QueueName: {MaxWorkers: cfg.Workers}}
 	}
+	addEmbedWorker(rc, cfg, w)
 	return rc
 }
 
@@ -156,6 +167,11 @@ func (q *Queue) Start(ctx context.Context) error {
 	defer q.mu.Unlock()
 	if q.stop != nil {
 		return errors.New("the queue is running already")
+	}
+	if q.cfg.Embedder != nil {
+		if _, err := q.embeddings(); err != nil {
+			return err
+		}
 	}
 	if q.cfg.Workers > 0 {
 		if err := q.river.Start(context.WithoutCancel(ctx)); err != nil {
@@ -205,6 +221,7 @@ func (q *Queue) dispatchLoop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			q.cfg.Logger.Warn("sgam queue: dispatch failed", "error", err)
 		}
+		q.dispatchEmbed(ctx)
 		if n == dispatchBatch {
 			continue // more are waiting
 		}

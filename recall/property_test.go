@@ -56,8 +56,12 @@ func TestCurrentIsGet(t *testing.T) {
 		if rapid.Bool().Draw(rt, "past") {
 			q.Question = "what was " + subject + " before?"
 		}
+		if rapid.Bool().Draw(rt, "newlines") {
+			q.Question = "what about\n  " + subject + " on\nJune 2, 2026?"
+		}
 		c, err := w.r.Recall(w.ctx, q)
 		require.NoError(rt, err)
+		require.Equal(rt, recall.Tokens(c.Rendered), c.Tokens, "a block's tokens are its lines'")
 		at := sgam.At{AsOf: c.AsOf, KnownAt: c.KnownAt}
 		shown := map[sgam.Key]bool{}
 		for _, f := range c.Facts {

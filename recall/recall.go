@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/recall/when"
 	"github.com/sgam-dev/sgam/schema"
 	"github.com/sgam-dev/sgam/words"
@@ -98,6 +99,12 @@ type Context struct {
 	Budget     int        `json:"budget"`
 	// Omitted counts what was found but left out to keep to the budget.
 	Omitted Omitted `json:"omitted"`
+	// Search says how evidence was found: "lexical", or "lexical+vector
+	// (MODEL)"; empty when no evidence was asked for.
+	Search string `json:"search,omitempty"`
+	// Warnings say what recall could not do and did without (the
+	// embedding endpoint failing: lexical evidence only).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Instants says why recall read at the instants it did.
@@ -145,6 +152,11 @@ type Omitted struct {
 type Recaller struct {
 	store Store
 	clock sgam.Clock
+	// embed, when set, embeds questions, whose nearest episodes (by the
+	// vectors the store keeps for embed's model) are fused with the
+	// lexical ranking; vectors is the store's, nil when it keeps none.
+	embed   llm.Embedder
+	vectors sgam.Embeddings
 
 	mu      sync.Mutex
 	schemas map[string]*schema.Schema // parsed, by hash
@@ -153,6 +165,17 @@ type Recaller struct {
 // New returns a Recaller over store, on the system clock.
 func New(store Store) *Recaller {
 	return &Recaller{store: store, clock: sgam.SystemClock{}, schemas: map[string]*schema.Schema{}}
+}
+
+// WithEmbedder makes recall search episodes by vector too: the question
+// is embedded by e, and the episodes whose stored vectors (of e's model,
+// written by the queue's embedding job) are nearest to it are fused with
+// the lexical ranking by reciprocal rank fusion. A store that keeps no
+// vectors leaves recall lexical.
+func (r *Recaller) WithEmbedder(e llm.Embedder) *Recaller {
+	r.embed = e
+	r.vectors, _ = r.store.(sgam.Embeddings)
+	return r
 }
 
 // WithClock sets the clock that "now" and relative phrases are read by.
@@ -254,11 +277,10 @@ func (r *Recaller) Recall(ctx context.Context, q Query) (*Context, error) {
 	r.instants(out, q, found, sc, now)
 	at := sgam.At{AsOf: out.AsOf, KnownAt: out.KnownAt}
 
-	g := &gather{r: r, ctx: ctx, q: q, at: at, sc: sc, episodes: map[string]sgam.Episode{}}
+	g := &gather{r: r, ctx: ctx, q: q, at: at, sc: sc, out: out, episodes: map[string]sgam.Episode{}}
 	var hits []sgam.EpisodeHit
 	if q.EvidenceLimit != None && q.Question != "" {
-		hits, err = r.store.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: q.Tenant, Text: q.Question, Limit: q.EvidenceLimit, KnownAt: out.KnownAt})
-		if err != nil {
+		if hits, err = g.evidence(); err != nil {
 			return nil, err
 		}
 		for _, h := range hits {
@@ -361,6 +383,7 @@ type gather struct {
 	q        Query
 	at       sgam.At
 	sc       *tenantSchema
+	out      *Context
 	episodes map[string]sgam.Episode
 	records  map[string][]sgam.Extraction
 	states   map[string][]sgam.Fact

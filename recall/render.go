@@ -40,7 +40,7 @@ const (
 func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sgam.EpisodeHit) error {
 	b := &block{}
 	b.add("Question: " + clip(oneLine(out.Question), maxQuestionShown))
-	b.add(fmt.Sprintf("Read as of %s (%s), as believed at %s (%s).", stamp(out.AsOf), out.Instants.AsOf, stamp(out.KnownAt), out.Instants.KnownAt))
+	b.add(oneLine(fmt.Sprintf("Read as of %s (%s), as believed at %s (%s).", stamp(out.AsOf), out.Instants.AsOf, stamp(out.KnownAt), out.Instants.KnownAt)))
 	if used := b.used(); used > out.Budget {
 		return sgam.Errorf(sgam.Invalid, "budget", "%d tokens do not hold even the question and its instants (%d tokens)", out.Budget, used)
 	}
@@ -127,52 +127,32 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 		b.add(omittedLine(out.Budget, out.Omitted))
 	}
 	out.Rendered = strings.Join(b.lines, "\n") + "\n"
-	out.Tokens = Tokens(out.Rendered)
-	if out.Tokens > out.Budget {
-		// Lines counted in pieces can, in principle, count fewer than the
-		// block: never hand out more than the budget.
-		return fmt.Errorf("recall: the rendered block counts %d tokens, over the budget of %d", out.Tokens, out.Budget)
-	}
+	out.Tokens = b.tokens
 	return nil
 }
 
-// block is the rendered lines and what they cost. Counting tokens is the
-// dearest part of a recall (the encoder's regular expressions), so lines
-// are counted only when it matters: a line's bytes bound its tokens from
-// above (no token is shorter than a byte), and while the bytes of the
-// lines not counted yet fit, nothing is counted; when they do not, those
-// lines are counted together, once.
+// block is the rendered lines and their tokens (lineTokens: the sum of
+// the lines' is the block's).
 type block struct {
-	lines   []string
-	counted int // lines[:counted] cost exact tokens
-	exact   int
-	pending int // bytes of lines[counted:], newlines included
+	lines  []string
+	tokens int
 }
 
 func (b *block) add(line string) {
 	b.lines = append(b.lines, line)
-	b.pending += len(line) + 1
+	b.tokens += lineTokens(line)
 }
 
-// used counts every line and returns their tokens.
-func (b *block) used() int {
-	if b.counted < len(b.lines) {
-		b.exact += Tokens(strings.Join(b.lines[b.counted:], "\n") + "\n")
-		b.counted, b.pending = len(b.lines), 0
-	}
-	return b.exact
-}
+// used returns the block's tokens.
+func (b *block) used() int { return b.tokens }
 
 // fits reports whether more lines fit within free tokens after b's.
 func (b *block) fits(more []string, free int) bool {
-	bytes := 0
+	n := b.tokens
 	for _, l := range more {
-		bytes += len(l) + 1
+		n += lineTokens(l)
 	}
-	if b.exact+b.pending+bytes <= free {
-		return true
-	}
-	return b.used()+Tokens(strings.Join(more, "\n")+"\n") <= free
+	return n <= free
 }
 
 // omittedReserve is the tokens of the longest omitted line (a budget of

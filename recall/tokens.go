@@ -16,12 +16,42 @@ func Tokens(text string) int {
 	if enc == nil {
 		return conservative(text)
 	}
-	ids, _, err := enc.Encode(text)
+	n, err := enc.Count(text)
 	if err != nil {
 		return conservative(text)
 	}
-	return len(ids)
+	return n
 }
+
+// lineTokens counts a rendered line with its newline, remembering the
+// latest lines counted: the same fact or episode is cited by many
+// answers, and counting is the dearest step of a recall. The encoder's
+// pieces never span a newline followed by a line that starts with a
+// letter or a symbol (every rendered line does), so a block's tokens are
+// the sum of its lines'.
+func lineTokens(line string) int {
+	lineCache.mu.Lock()
+	n, ok := lineCache.m[line]
+	lineCache.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = Tokens(line + "\n")
+	lineCache.mu.Lock()
+	if len(lineCache.m) >= maxCachedLines {
+		clear(lineCache.m)
+	}
+	lineCache.m[line] = n
+	lineCache.mu.Unlock()
+	return n
+}
+
+const maxCachedLines = 1 << 14
+
+var lineCache = struct {
+	mu sync.Mutex
+	m  map[string]int
+}{m: map[string]int{}}
 
 // TokenEncoding names the encoding Tokens counts with.
 const TokenEncoding = "o200k_base"

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	porter "github.com/blevesearch/go-porterstemmer"
 )
 
 // MaxTerms bounds the terms of one search: a question longer than that
@@ -78,22 +80,11 @@ var stop = func() map[string]bool {
 	return m
 }()
 
-// Stem reduces an English word to a crude stem, so that "deadlines" and
-// "deadline", "moved" and "move" compare equal when sgam matches words in
-// Go (attribute names and descriptions). It is not the indexes' stemmer
-// and needs not be: it only ever compares stems with stems.
-func Stem(w string) string {
-	for _, suf := range []string{"ings", "ing", "ies", "ied", "es", "ed", "ly", "s", "e"} {
-		if strings.HasSuffix(w, suf) && utf8.RuneCountInString(w)-len(suf) >= 3 {
-			w = strings.TrimSuffix(w, suf)
-			if suf == "ies" || suf == "ied" {
-				w += "y"
-			}
-			break
-		}
-	}
-	return w
-}
+// Stem reduces a lowercase English word to its stem by the Porter
+// algorithm, the one SQLite's porter tokenizer applies to what it
+// indexes: "deadlines" and "deadline", "moved" and "move" have one stem,
+// and a stem here is a term of that index.
+func Stem(w string) string { return porter.StemString(w) }
 
 // Snippet returns at most max bytes of content around where the terms
 // occur most densely, on word boundaries, with "…" where it was cut. A

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/recall"
 )
 
@@ -29,6 +30,9 @@ type RunOptions struct {
 	// Clock is recall's now; default the system clock (the store's, which
 	// recorded the episodes: recall searches what was recorded by now).
 	Clock sgam.Clock
+	// Embedder, when set, makes recall fuse vector search with the
+	// lexical (the episodes must be embedded: Embed).
+	Embedder llm.Embedder
 }
 
 // Results are the figures of a run: every conversation together, and
@@ -38,9 +42,11 @@ type Results struct {
 	All    *Report `json:"all"`
 	Tuned  *Report `json:"tuned"`  // conversations 1-5
 	Unseen *Report `json:"unseen"` // conversations 6-10
-	// Episodes captured, questions asked (categories 1-4).
-	Episodes  int `json:"episodes"`
-	Questions int `json:"questions"`
+	// Episodes captured, questions asked (categories 1-4), and how
+	// evidence was searched ("lexical", "lexical+vector (MODEL)").
+	Episodes  int    `json:"episodes"`
+	Questions int    `json:"questions"`
+	Search    string `json:"search"`
 }
 
 // TenantOf is the tenant a conversation is captured under: one per
@@ -77,6 +83,37 @@ func Capture(ctx context.Context, s Store, convs []Conversation) (int, error) {
 	return n, nil
 }
 
+// Embed embeds every captured episode with e, as the queue's embedding
+// job does in a server, telling progress the episodes done.
+func Embed(ctx context.Context, s sgam.Embeddings, e llm.Embedder, total int, progress func(done, total int)) error {
+	done := 0
+	for {
+		eps, err := s.EpisodesToEmbed(ctx, e.Model(), 256)
+		if err != nil || len(eps) == 0 {
+			return err
+		}
+		texts := make([]string, len(eps))
+		for i, ep := range eps {
+			texts[i] = ep.Content
+		}
+		vecs, _, err := e.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("locomo: embed: %w", err)
+		}
+		vs := make([]sgam.EpisodeVector, len(eps))
+		for i, ep := range eps {
+			vs[i] = sgam.EpisodeVector{Tenant: ep.Tenant, EpisodeID: ep.ID, Vector: vecs[i], RecordedAt: ep.RecordedAt}
+		}
+		if _, err := s.PutEmbeddings(ctx, e.Model(), vs); err != nil {
+			return err
+		}
+		done += len(eps)
+		if progress != nil {
+			progress(min(done, total), total)
+		}
+	}
+}
+
 // Run asks every question of categories 1-4 through recall, with no
 // model and no network, and scores the cited episodes against the
 // question's evidence turns. The episodes must be captured already.
@@ -86,6 +123,9 @@ func Run(ctx context.Context, s Store, convs []Conversation, opts RunOptions) (*
 		clock = sgam.SystemClock{}
 	}
 	r := recall.New(s).WithClock(clock)
+	if opts.Embedder != nil {
+		r.WithEmbedder(opts.Embedder)
+	}
 	res := &Results{All: &Report{}, Tuned: &Report{}, Unseen: &Report{}}
 	total := 0
 	for _, c := range convs {

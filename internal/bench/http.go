@@ -33,6 +33,7 @@ const (
 	PhaseGetCurrent = "get_current" // GET /v1/subjects/{s}/attributes/{a}
 	PhaseAssert     = "assert"      // POST /v1/facts, a new value for an existing key
 	PhaseGetAsOf    = "get_as_of"   // the same GET with ?as_of= a past instant
+	PhaseRecall     = "recall"      // POST /v1/recall, a question naming a subject and words it said
 )
 
 // AttributesPerSubject is how many attributes each seeded subject has:
@@ -195,7 +196,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (res HTTPResult, err error) 
 	res.Concurrency, res.Duration, res.Warmup = opts.Concurrency, opts.Duration, opts.Warmup
 	res.CPUs = runtime.NumCPU()
 
-	token, perS, err := seed(ctx, db, opts)
+	token, questions, perS, err := seed(ctx, db, opts)
 	if err != nil {
 		return res, err
 	}
@@ -216,6 +217,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (res HTTPResult, err error) 
 	res.ServerStartRSS = srv.rss()
 
 	l := newLoad(srv.url, token, opts)
+	l.questions = questions
 	n := opts.Facts
 	asOf := httpBase.Add(time.Duration(n) * time.Second).Format(time.RFC3339)
 	var written atomic.Int64
@@ -226,6 +228,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (res HTTPResult, err error) 
 		{PhaseGetCurrent, func(w *worker) error { return w.get(l, "") }},
 		{PhaseAssert, func(w *worker) error { return w.assert(l, &written) }},
 		{PhaseGetAsOf, func(w *worker) error { return w.get(l, "?as_of="+asOf) }},
+		{PhaseRecall, func(w *worker) error { return w.recall(l) }},
 	}
 	for _, p := range phases {
 		ph, err := l.run(ctx, srv, p.name, p.do)
@@ -241,11 +244,14 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (res HTTPResult, err error) 
 	return res, nil
 }
 
-// seed writes opts.Facts facts with AssertMany and creates a write key.
-func seed(ctx context.Context, db string, opts HTTPOptions) (token string, perS float64, err error) {
+// seed writes opts.Facts facts with AssertMany, captures one episode per
+// 100 facts (synthetic messages of the subjects, as `sgam bench recall`
+// writes) for recall's evidence, and creates a write key. It returns the
+// questions of the recall phase, one per episode.
+func seed(ctx context.Context, db string, opts HTTPOptions) (token string, questions []string, perS float64, err error) {
 	s, err := store.Open(ctx, db, store.Options{})
 	if err != nil {
-		return "", 0, err
+		return "", nil, 0, err
 	}
 	defer func() {
 		if cerr := s.Close(); err == nil {
@@ -254,7 +260,7 @@ func seed(ctx context.Context, db string, opts HTTPOptions) (token string, perS 
 	}()
 	ks, ok := s.(apikey.Store)
 	if !ok {
-		return "", 0, errors.New("this store keeps no API keys")
+		return "", nil, 0, errors.New("this store keeps no API keys")
 	}
 	n := opts.Facts
 	phase := fmt.Sprintf("seeding %d facts (%d subjects × %d attributes)", n, n/AttributesPerSubject, AttributesPerSubject)
@@ -271,13 +277,33 @@ func seed(ctx context.Context, db string, opts HTTPOptions) (token string, perS 
 			})
 		}
 		if _, err := s.AssertMany(ctx, batch); err != nil {
-			return "", 0, fmt.Errorf("seed: %w", err)
+			return "", nil, 0, fmt.Errorf("seed: %w", err)
 		}
 		opts.Progress(phase, i+len(batch), n)
 	}
 	perS = perSecond(n, time.Since(start))
+	c := newCorpus(3)
+	subjects := n / AttributesPerSubject
+	episodes := max(1, n/100)
+	phase = fmt.Sprintf("capturing %d episodes", episodes)
+	errs := make(chan error, 64)
+	for j := 0; j < episodes; j += 64 {
+		k := min(64, episodes-j)
+		for i := range k {
+			e := c.episode(opts.Tenant, j+i)
+			e.Content = fmt.Sprintf("s%d:%s", (j+i)%subjects, e.Content[strings.Index(e.Content, ":")+1:])
+			questions = append(questions, strconv.Quote(c.question((j+i)%subjects, e)))
+			go func() { _, err := s.AddEpisode(ctx, e); errs <- err }()
+		}
+		for range k {
+			if err := <-errs; err != nil {
+				return "", nil, 0, fmt.Errorf("seed: %w", err)
+			}
+		}
+		opts.Progress(phase, j+k, episodes)
+	}
 	token, _, err = apikey.Create(ctx, ks, opts.Tenant, apikey.Write, "sgam bench http", time.Now())
-	return token, perS, err
+	return token, questions, perS, err
 }
 
 func httpKey(tenant string, subject, attribute int) sgam.Key {
@@ -479,10 +505,11 @@ func machineBusy() time.Duration {
 // takes less of the 2 cores the server needs than net/http's Transport,
 // whose per-connection goroutines cost about as much CPU as the server.
 type load struct {
-	addr string // 127.0.0.1:PORT
-	auth string
-	opts HTTPOptions
-	subs int
+	addr      string // 127.0.0.1:PORT
+	auth      string
+	opts      HTTPOptions
+	subs      int
+	questions []string // of the recall phase, JSON strings
 }
 
 func newLoad(url, token string, opts HTTPOptions) *load {
@@ -554,6 +581,7 @@ func (l *load) run(ctx context.Context, srv *server, name string, do func(w *wor
 		PhaseGetCurrent: "current-state GET",
 		PhaseAssert:     "assert (POST /v1/facts)",
 		PhaseGetAsOf:    "GET at a past as_of",
+		PhaseRecall:     "recall (POST /v1/recall)",
 	}[name]
 	if _, err := loop(label+", warm-up", l.opts.Warmup); err != nil {
 		return HTTPPhase{}, err
@@ -636,6 +664,23 @@ func (w *worker) assert(l *load, written *atomic.Int64) error {
 	r = append(r, "\r\n\r\n"...)
 	w.req = append(r, b...)
 	return w.do(l, `"fact"`)
+}
+
+// recall asks one of the questions with POST /v1/recall.
+func (w *worker) recall(l *load) error {
+	b := append(w.body[:0], `{"question":`...)
+	b = append(b, l.questions[w.rng.IntN(len(l.questions))]...)
+	b = append(b, '}')
+	w.body = b
+	r := append(w.req[:0], "POST /v1/recall HTTP/1.1\r\nHost: "...)
+	r = append(r, l.addr...)
+	r = append(r, "\r\nAuthorization: "...)
+	r = append(r, l.auth...)
+	r = append(r, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+	r = strconv.AppendInt(r, int64(len(b)), 10)
+	r = append(r, "\r\n\r\n"...)
+	w.req = append(r, b...)
+	return w.do(l, `"rendered"`)
 }
 
 // do sends the request in w.req on the worker's connection (dialling one

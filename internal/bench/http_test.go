@@ -56,7 +56,7 @@ func TestRunHTTP(t *testing.T) {
 	if res.SeedFactsPerS <= 0 {
 		t.Errorf("seeding: %.0f facts/s", res.SeedFactsPerS)
 	}
-	want := []string{bench.PhaseGetCurrent, bench.PhaseAssert, bench.PhaseGetAsOf}
+	want := []string{bench.PhaseGetCurrent, bench.PhaseAssert, bench.PhaseGetAsOf, bench.PhaseRecall}
 	if len(res.Phases) != len(want) {
 		t.Fatalf("%d phases, want %v", len(res.Phases), want)
 	}

@@ -12,12 +12,14 @@ import (
 	"github.com/sgam-dev/sgam/store"
 )
 
-// The targets of `sgam bench http` (issue 5), for the SQLite store on a
-// 2-core machine; PostgreSQL's figures are reported beside them.
+// The targets of `sgam bench http` (issues 5 and 12), for the SQLite
+// store on a 2-core machine; PostgreSQL's figures are reported beside them.
 const (
 	targetGetPerS    = 10_000
 	targetGetP99     = 10 * time.Millisecond
 	targetAssertPerS = 3_000
+	targetRecallPerS = 2_000
+	targetRecallP99  = 25 * time.Millisecond
 	targetPeakRSS    = 300 << 20
 )
 
@@ -45,6 +47,9 @@ keep-alive connections. Each phase runs for --warmup (not counted), then for
   assert       POST /v1/facts: a new value for a random key, each at its own
                valid_from, citing a source episode
   get_as_of    the same GET with ?as_of= a past instant
+  recall       POST /v1/recall: a question naming a random subject and words
+               of one of the --facts/100 episodes seeded beside the facts
+               (exact state of its 10 attributes, 5 evidence episodes)
 
 For each phase it reports requests/s, latency of every request (p50, p90,
 p99, max: from sending the request to reading its whole answer), errors
@@ -56,7 +61,8 @@ stops with SIGTERM.
 
 Targets (SQLite store, 1,000,000 facts, a 2-core machine): current-state
 GET at least 10,000 requests/s with p99 under 10 ms; asserts at least 3,000
-requests/s; zero errors; server peak resident memory under 300 MiB. The
+requests/s; recall at least 2,000 requests/s with p99 under 25 ms; zero
+errors; server peak resident memory under 300 MiB. The
 same targets are shown for PostgreSQL, whose figures are reported beside
 them.
 
@@ -124,6 +130,7 @@ func benchHTTPChecks(r bench.HTTPResult) []benchCheck {
 		bench.PhaseGetCurrent: "current-state GET",
 		bench.PhaseAssert:     "assert (POST /v1/facts)",
 		bench.PhaseGetAsOf:    "GET at a past as_of",
+		bench.PhaseRecall:     "recall (POST /v1/recall)",
 	}
 	add("seeding with AssertMany ×1000, facts/s", fmt.Sprintf("%.0f", r.SeedFactsPerS), "", nil)
 	add("server RSS when ready", mib(r.ServerStartRSS), "", nil)
@@ -134,13 +141,18 @@ func benchHTTPChecks(r bench.HTTPResult) []benchCheck {
 			add(l+", requests/s", fmt.Sprintf("%.0f", p.PerS), fmt.Sprintf("≥ %d", targetGetPerS), yes(p.PerS >= targetGetPerS))
 		case bench.PhaseAssert:
 			add(l+", requests/s", fmt.Sprintf("%.0f", p.PerS), fmt.Sprintf("≥ %d", targetAssertPerS), yes(p.PerS >= targetAssertPerS))
+		case bench.PhaseRecall:
+			add(l+", requests/s", fmt.Sprintf("%.0f", p.PerS), fmt.Sprintf("≥ %d", targetRecallPerS), yes(p.PerS >= targetRecallPerS))
 		default:
 			add(l+", requests/s", fmt.Sprintf("%.0f", p.PerS), "", nil)
 		}
 		add(l+", p50 / p90", fmt.Sprintf("%s / %s", ms(p.P50), ms(p.P90)), "", nil)
-		if p.Name == bench.PhaseGetCurrent {
+		switch p.Name {
+		case bench.PhaseGetCurrent:
 			add(l+", p99", ms(p.P99), "< "+ms(targetGetP99), yes(p.P99 < targetGetP99))
-		} else {
+		case bench.PhaseRecall:
+			add(l+", p99", ms(p.P99), "< "+ms(targetRecallP99), yes(p.P99 < targetRecallP99))
+		default:
 			add(l+", p99", ms(p.P99), "", nil)
 		}
 		add(l+", max", ms(p.Max), "", nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/eval/locomo"
+	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/store"
 )
 
@@ -43,7 +44,11 @@ sessions cited, and recall's time per question.
 Figures are given for all conversations, for conversations 1-5 (the ones
 sgam's ranking was tuned on) and for 6-10 (unseen), so that the second says
 how it generalizes. The episodes go into a temporary SQLite file, deleted
-after, or into --into (a new file path or an empty postgres:// database).`,
+after, or into --into (a new file path or an empty postgres:// database).
+
+With SGAM_EMBED_BASE_URL and SGAM_EMBED_MODEL set (any OpenAI-compatible
+/v1/embeddings; the key in SGAM_EMBED_API_KEY), every episode is embedded
+first and the figures are those of lexical and vector search fused.`,
 		Example: `  sgam eval locomo ../shared/data/locomo/locomo10.json
   sgam --json eval locomo locomo10.json > locomo.json`,
 		Args: cobra.ExactArgs(1),
@@ -77,17 +82,33 @@ after, or into --into (a new file path or an empty postgres:// database).`,
 				return err
 			}
 			captured := time.Since(start)
-			res, err := locomo.Run(a.ctx, s, convs, locomo.RunOptions{Progress: func(done, total int) { p.update("questions", done, total) }})
+			opts := locomo.RunOptions{Progress: func(done, total int) { p.update("questions", done, total) }}
+			search := "lexical"
+			cfg, ok, err := llm.EmbedConfigFromEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			if ok {
+				emb, err := llm.NewEmbedder(cfg)
+				if err != nil {
+					return err
+				}
+				if err := locomo.Embed(a.ctx, s, emb, n, func(done, total int) { p.update("embedding episodes", done, total) }); err != nil {
+					return err
+				}
+				opts.Embedder, search = emb, "lexical+vector ("+emb.Model()+")"
+			}
+			res, err := locomo.Run(a.ctx, s, convs, opts)
 			p.finish()
 			if err != nil {
 				return err
 			}
-			res.Episodes = n
+			res.Episodes, res.Search = n, search
 			if a.jsonOut {
 				return a.printJSON(res)
 			}
-			fmt.Fprintf(a.stdout, "LoCoMo: %d conversations, %d episodes captured in %s, %d questions (categories 1-4)\n\n",
-				len(convs), n, captured.Round(time.Millisecond), res.Questions)
+			fmt.Fprintf(a.stdout, "LoCoMo: %d conversations, %d episodes captured in %s, %d questions (categories 1-4); evidence %s\n\n",
+				len(convs), n, captured.Round(time.Millisecond), res.Questions, search)
 			for _, part := range []struct {
 				title string
 				r     *locomo.Report

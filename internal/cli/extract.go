@@ -15,6 +15,7 @@ import (
 	"github.com/sgam-dev/sgam/extract"
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/queue"
+	"github.com/sgam-dev/sgam/recall"
 )
 
 // llmFlags are the model flags of a command that extracts. The API key
@@ -108,6 +109,13 @@ func (a *app) openQueue(s sgam.Store, m llm.Model, qf queueFlags) (*queue.Queue,
 	if qf.rescueAfter < 10*time.Minute {
 		// A short rescue (tests, fast local models) bounds a job by it.
 		cfg.JobTimeout = qf.rescueAfter / 2
+	}
+	emb, err := a.embedder()
+	if err != nil {
+		return nil, err
+	}
+	if emb != nil {
+		cfg.Embedder = emb
 	}
 	return queue.Open(a.ctx, a.db, s, extract.New(s, m), cfg)
 }
@@ -477,4 +485,29 @@ func (a *app) runAndWait(s sgam.Store, m llm.Model, qf queueFlags, refs []queue.
 		werr = err
 	}
 	return summarize(ended, len(refs)), werr
+}
+
+// embedder is the embedding endpoint the environment configures
+// (SGAM_EMBED_BASE_URL, SGAM_EMBED_MODEL; the key SGAM_EMBED_API_KEY or
+// SGAM_EMBED_API_KEY_FILE), or nil when it configures none.
+func (a *app) embedder() (llm.Embedder, error) {
+	cfg, ok, err := llm.EmbedConfigFromEnv(os.Getenv)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return llm.NewEmbedder(cfg)
+}
+
+// recaller is recall over s, with vectors when an embedding endpoint is
+// configured.
+func (a *app) recaller(s sgam.Store) (*recall.Recaller, error) {
+	r := recall.New(s)
+	emb, err := a.embedder()
+	if err != nil {
+		return nil, err
+	}
+	if emb != nil {
+		r.WithEmbedder(emb)
+	}
+	return r, nil
 }

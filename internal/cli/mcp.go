@@ -63,7 +63,11 @@ and role of the caller's API key.`,
 			}
 			defer s.Close()
 			log := slog.New(slog.NewJSONHandler(a.stderr, nil))
-			srv, err := mcpserver.New(mcpserver.Config{Store: s, Tenant: a.tenant, Role: r, EpisodeKind: kind, Version: version(), Logger: log})
+			rc, err := a.recaller(s)
+			if err != nil {
+				return err
+			}
+			srv, err := mcpserver.New(mcpserver.Config{Store: s, Tenant: a.tenant, Role: r, EpisodeKind: kind, Version: version(), Logger: log, Recaller: rc})
 			if err != nil {
 				return err
 			}

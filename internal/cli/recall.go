@@ -31,7 +31,9 @@ func (a *app) recallCommand() *cobra.Command {
   5. episodes found by full-text search, as evidence.
 
 It stops before --budget tokens (o200k_base, as counted by tiktoken) and
-says what it left out. The default output is the prompt-ready block; --json
+says what it left out. With SGAM_EMBED_BASE_URL and SGAM_EMBED_MODEL set,
+episodes embedded by the workers are searched by vector too, fused with the
+lexical ranking. The default output is the prompt-ready block; --json
 prints the whole context (docs/recall.md).`,
 		Example: `  sgam recall "When is Mira's passport deadline?"
   sgam recall "What was Mira's passport deadline on June 2, 2026?"
@@ -51,7 +53,11 @@ prints the whole context (docs/recall.md).`,
 				return err
 			}
 			defer s.Close()
-			ctx, err := recall.New(s).Recall(a.ctx, q)
+			r, err := a.recaller(s)
+			if err != nil {
+				return err
+			}
+			ctx, err := r.Recall(a.ctx, q)
 			if err != nil {
 				return err
 			}

@@ -94,7 +94,11 @@ capture works and nothing is extracted.`,
 			defer s.Close()
 			keys, _ := s.(apikey.Store)
 			log := slog.New(slog.NewJSONHandler(a.stderr, nil))
-			h, err := server.New(server.Config{Store: s, Extractor: extract.New(s, model), Keys: keys, Dev: dev, DevTenant: a.tenant,
+			rc, err := a.recaller(s)
+			if err != nil {
+				return err
+			}
+			h, err := server.New(server.Config{Store: s, Extractor: extract.New(s, model), Recaller: rc, Keys: keys, Dev: dev, DevTenant: a.tenant,
 				MaxBodyBytes: maxBody, RateLimit: rateLimit, ExpireEvery: expireEvery, Logger: log, Metrics: metrics})
 			if err != nil {
 				return err

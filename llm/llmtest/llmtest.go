@@ -4,6 +4,9 @@
 // source field), answers what the test scripted for the episode in the
 // prompt, counts calls, and injects faults: error statuses with
 // Retry-After, slow answers, malformed JSON, <think> blocks.
+//
+// It serves /v1/embeddings too (embed.go), with deterministic vectors of
+// the words of each text, counted apart from the chat calls.
 package llmtest
 
 import (
@@ -130,12 +133,23 @@ type Server struct {
 	// Authorization header may come.
 	APIKey string
 
+	// EmbedDims is the dimension of the vectors /v1/embeddings answers
+	// when a request asks for none (default 64).
+	EmbedDims int
+	// EmbedModel, when set, is the model embedding requests must ask for
+	// (any other is answered 404, as a server that does not have it
+	// would); when empty, any model is served.
+	EmbedModel string
+
 	t      testing.TB
 	srv    *httptest.Server
 	mu     sync.Mutex
 	script Script
 	faults []Reply
 	calls  []Call
+
+	embedFaults []EmbedReply
+	embedCalls  []EmbedCall
 }
 
 // New starts a fake serving script, closed when the test ends.
@@ -203,20 +217,15 @@ func (s *Server) refuse(w http.ResponseWriter, format string, args ...any) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		s.refuse(w, "%s %s: only POST /v1/chat/completions is served", r.Method, r.URL.Path)
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/embeddings" {
+		s.refuse(w, "%s %s: only POST /v1/chat/completions and /v1/embeddings are served", r.Method, r.URL.Path)
 		return
 	}
-	auth := r.Header.Get("Authorization")
-	switch {
-	case s.APIKey == "" && auth != "":
-		s.refuse(w, "an Authorization header came, and no key was configured")
+	if !s.authorized(w, r) {
 		return
-	case s.APIKey != "" && auth != "Bearer "+s.APIKey:
-		// What a real server answers; not a fault of the code under test.
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}`))
+	}
+	if r.URL.Path == "/v1/embeddings" {
+		s.serveEmbeddings(w, r)
 		return
 	}
 	var body json.RawMessage
@@ -286,6 +295,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "stop"}},
 		"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": len(content) / 4, "total_tokens": prompt + len(content)/4},
 	})
+}
+
+// authorized checks the bearer token as a real server does, and answers
+// when it is refused.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	switch {
+	case s.APIKey == "" && auth != "":
+		s.refuse(w, "an Authorization header came, and no key was configured")
+		return false
+	case s.APIKey != "" && auth != "Bearer "+s.APIKey:
+		// What a real server answers; not a fault of the code under test.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}`))
+		return false
+	}
+	return true
 }
 
 // check validates a request as a strict server would, and returns it as a

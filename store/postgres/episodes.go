@@ -142,3 +142,53 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 	}
 	return out, nil
 }
+
+// aroundColumns are episodeColumns of the alias x.
+const aroundColumns = `x.tenant_id, x.episode_id, x.session, x.kind, x.content, x.occurred_at, x.recorded_at, x.metadata, coalesce(x.idempotency_key, ''), coalesce(x.retention, ''), x.subjects`
+
+// Around implements engine.Reader: for each id, a lateral pair of index
+// scans (the n before it in its session, the n after).
+func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, knownAt int64) (map[string]sgam.Window, error) {
+	out := map[string]sgam.Window{}
+	err := s.read(ctx, tenant, "episodes around", func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT t.episode_id, w.side, w.* FROM episodes t CROSS JOIN LATERAL (
+				(SELECT 0 AS side, `+aroundColumns+` FROM episodes x
+				 WHERE x.tenant_id = t.tenant_id AND x.session = t.session AND (x.occurred_at, x.episode_id) < (t.occurred_at, t.episode_id) AND x.recorded_at <= $4
+				 ORDER BY x.occurred_at DESC, x.episode_id DESC LIMIT $3)
+				UNION ALL
+				(SELECT 1, `+aroundColumns+` FROM episodes x
+				 WHERE x.tenant_id = t.tenant_id AND x.session = t.session AND (x.occurred_at, x.episode_id) > (t.occurred_at, t.episode_id) AND x.recorded_at <= $4
+				 ORDER BY x.occurred_at, x.episode_id LIMIT $3)) w
+			WHERE t.tenant_id = $1 AND t.episode_id = ANY($2) AND t.session <> ''`, tenant, ids, n, sgam.FromMicros(knownAt))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		clear(out)
+		for rows.Next() {
+			var target string
+			var side, side2 int
+			e, err := scanEpisode(prefixRow{rows, []any{&target, &side, &side2}})
+			if err != nil {
+				return err
+			}
+			w := out[target]
+			if side == 0 {
+				w.Before = append([]sgam.Episode{e}, w.Before...) // read nearest first
+			} else {
+				w.After = append(w.After, e)
+			}
+			out[target] = w
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// prefixRow scans leading columns into dest before a row's own.
+type prefixRow struct {
+	row  pgx.Row
+	dest []any
+}
+
+func (p prefixRow) Scan(dest ...any) error { return p.row.Scan(append(p.dest, dest...)...) }

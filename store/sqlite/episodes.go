@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sgam-dev/sgam"
 )
@@ -183,3 +184,60 @@ func (s *db) Candidate(ctx context.Context, tenant, id string) (sgam.Candidate, 
 	c, ok, err := found(c, err, "read pending")
 	return c, ok, mapErr(err)
 }
+
+// aroundColumns are episodeColumns of the alias x.
+const aroundColumns = `x.tenant, x.episode_id, x.session, x.kind, x.content, x.occurred_at, x.recorded_at, x.metadata, coalesce(x.idempotency_key, ''), coalesce(x.retention, ''), x.subjects`
+
+// Around implements engine.Reader: one statement of two index seeks per
+// id (the n before it in its session, the n after), each as deep as n.
+func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, knownAt int64) (map[string]sgam.Window, error) {
+	var q strings.Builder
+	args := []any{tenant, n, knownAt}
+	for i, id := range ids {
+		args = append(args, id)
+		p := len(args)
+		for side, cmp := range []string{"<", ">"} {
+			dir := "DESC"
+			if side == 1 {
+				dir = "ASC"
+			}
+			if i > 0 || side > 0 {
+				q.WriteString(" UNION ALL ")
+			}
+			fmt.Fprintf(&q, `SELECT * FROM (SELECT ?%d, %d, %s FROM episodes t JOIN episodes x
+				ON x.tenant = t.tenant AND x.session = t.session AND (x.occurred_at, x.episode_id) %s (t.occurred_at, t.episode_id)
+				WHERE t.tenant = ?1 AND t.episode_id = ?%d AND t.session <> '' AND x.recorded_at <= ?3
+				ORDER BY x.occurred_at %s, x.episode_id %s LIMIT ?2)`, p, side, aroundColumns, cmp, p, dir, dir)
+		}
+	}
+	rows, err := s.query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("episodes around: %w", err))
+	}
+	defer rows.Close()
+	out := map[string]sgam.Window{}
+	for rows.Next() {
+		var target string
+		var side int
+		e, err := scanEpisode(prefixed{rows, []any{&target, &side}})
+		if err != nil {
+			return nil, mapErr(fmt.Errorf("episodes around: %w", err))
+		}
+		w := out[target]
+		if side == 0 {
+			w.Before = append([]sgam.Episode{e}, w.Before...) // read nearest first
+		} else {
+			w.After = append(w.After, e)
+		}
+		out[target] = w
+	}
+	return out, mapErr(rows.Err())
+}
+
+// prefixed scans leading columns into dest before a scanner's own.
+type prefixed struct {
+	sc   scanner
+	dest []any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.sc.Scan(append(p.dest, dest...)...) }

@@ -4,33 +4,42 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/words"
 )
 
 // The full-text index (migration 0006): search_fts holds one row per
-// episode, its rowid the episode's search_docs.doc, its column t the
-// tenant's token. Triggers keep it; this file searches and rebuilds it.
+// episode, its rowid the episode's search_docs.doc, in its tenant's range
+// of rowids (tenantRange). Triggers keep it; this file searches and
+// rebuilds it.
 
-// matchExpr is the FTS5 query of a search: the tenant's token and any of
-// the terms. Terms are words of letters and digits (words.Terms), quoted
-// so that none is read as an operator.
-func matchExpr(n int64, terms []string) string {
+// matchExpr is the FTS5 query of a search: any of the terms. Terms are
+// words of letters and digits (words.Terms), quoted so that none is read
+// as an operator.
+func matchExpr(terms []string) string {
 	q := make([]string, len(terms))
 	for i, t := range terms {
 		q[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
 	}
-	return fmt.Sprintf("t:t%d AND (%s)", n, strings.Join(q, " OR "))
+	return strings.Join(q, " OR ")
 }
 
-// Search implements engine.Reader. The ranking runs inside the index
-// (the tenant's token in the match keeps other tenants' rows out of it;
-// bm25 weighs that column 0, as every row of the tenant has it), and only
-// the best rows are joined to their episodes, whose tenant test is the
-// wall. Episodes recorded after knownAt are dropped after ranking, so
-// when some were, the search runs again with a deeper cut until limit
-// hits survive or the index has no more.
+// tenantRange is the rowids of tenant n's rows: (n * 2^32, (n+1) * 2^32).
+func tenantRange(n int64) (lo, hi int64) { return n << 32, (n + 1) << 32 }
+
+// Search implements engine.Reader. The ranking runs inside the index,
+// within the tenant's range of rowids (the index seeks to it in every
+// term's entries, so no other tenant's row is read), and only the best
+// rows are joined to their episodes, whose tenant test is the wall.
+// Episodes recorded after knownAt are dropped after ranking, so when some
+// were, the search runs again with a deeper cut until limit hits survive
+// or the index has no more. (bm25's term weights are computed over the
+// whole index, every tenant's rows: see docs/recall.md.)
 func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt int64, limit int) ([]sgam.EpisodeHit, error) {
 	var n int64
 	switch err := s.queryRow(ctx, `SELECT n FROM search_tenants WHERE tenant = ?`, tenant).Scan(&n); {
@@ -39,25 +48,137 @@ func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt 
 	case err != nil:
 		return nil, mapErr(fmt.Errorf("search: %w", err))
 	}
-	match := matchExpr(n, terms)
+	terms, err := s.selective(ctx, terms)
+	if err != nil {
+		return nil, err
+	}
+	match := matchExpr(terms)
+	lo, hi := tenantRange(n)
 	for depth := limit; ; depth *= 8 {
-		out, ranked, err := s.search(ctx, tenant, match, knownAt, limit, depth)
+		out, ranked, err := s.search(ctx, tenant, match, lo, hi, knownAt, limit, depth)
 		if err != nil || len(out) == limit || ranked < depth {
 			return out, err
 		}
 	}
 }
 
+// rankedRows bounds the index rows a search ranks. bm25 is computed for
+// every row any term matches, so a search's time is in the rows its terms
+// hold; and a term that many rows hold adds little to the ranking (its
+// inverse document frequency is low): a question's commonest words are
+// this index's stop words.
+const rankedRows = 1000
+
+// selective returns the terms worth searching for: the rarest first
+// (counted over every tenant's rows: the index's own counts), and then
+// the next rarest as long as the rows they hold together stay within
+// rankedRows.
+func (s *db) selective(ctx context.Context, terms []string) ([]string, error) {
+	stems := make([]any, len(terms))
+	for i, t := range terms {
+		stems[i] = words.Stem(t)
+	}
+	count, err := s.termCounts(ctx, stems)
+	if err != nil {
+		return nil, err
+	}
+	order := make([]int, len(terms))
+	for i := range order {
+		order[i] = i
+	}
+	held := func(i int) int { return count[stems[i].(string)] }
+	slices.SortStableFunc(order, func(a, b int) int { return held(a) - held(b) })
+	var kept []string
+	total := 0
+	for k, i := range order {
+		if k > 0 && total+held(i) > rankedRows {
+			break
+		}
+		total += held(i)
+		kept = append(kept, terms[i])
+	}
+	return kept, nil
+}
+
+// termCounts returns the index rows that hold each stem. The counts are
+// remembered for a while (termCountTTL): they only decide which terms are
+// too common to rank by, for which a count some seconds old is as good,
+// and reading one from fts5vocab costs a good part of a search.
+func (s *db) termCounts(ctx context.Context, stems []any) (map[string]int, error) {
+	count := make(map[string]int, len(stems))
+	var missing []any
+	s.terms.mu.Lock()
+	if time.Since(s.terms.since) > termCountTTL || len(s.terms.n) > maxTermCounts {
+		s.terms.n, s.terms.since = map[string]int{}, time.Now()
+	}
+	for _, st := range stems {
+		if n, ok := s.terms.n[st.(string)]; ok {
+			count[st.(string)] = n
+		} else {
+			missing = append(missing, st)
+		}
+	}
+	s.terms.mu.Unlock()
+	if len(missing) == 0 {
+		return count, nil
+	}
+	// One equality lookup per term (fts5vocab seeks on term =, while an
+	// IN list makes it walk the whole vocabulary).
+	lookups := make([]string, len(missing))
+	for i := range missing {
+		lookups[i] = fmt.Sprintf("SELECT term, doc FROM search_vocab WHERE term = ?%d", i+1)
+	}
+	rows, err := s.query(ctx, strings.Join(lookups, " UNION ALL "), missing...)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("search: term counts: %w", err))
+	}
+	defer rows.Close()
+	read := map[string]int{}
+	for _, st := range missing {
+		read[st.(string)] = 0 // a term the index does not hold
+	}
+	for rows.Next() {
+		var term string
+		var n int
+		if err := rows.Scan(&term, &n); err != nil {
+			return nil, mapErr(fmt.Errorf("search: term counts: %w", err))
+		}
+		read[term] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(fmt.Errorf("search: term counts: %w", err))
+	}
+	s.terms.mu.Lock()
+	for t, n := range read {
+		s.terms.n[t] = n
+		count[t] = n
+	}
+	s.terms.mu.Unlock()
+	return count, nil
+}
+
+const (
+	termCountTTL  = 30 * time.Second
+	maxTermCounts = 1 << 16
+)
+
+// termCountCache holds recent term counts (termCounts).
+type termCountCache struct {
+	mu    sync.Mutex
+	n     map[string]int
+	since time.Time
+}
+
 // search ranks the best depth rows of the index and returns the first
 // limit of them recorded by knownAt, and how many rows were ranked.
-func (s *db) search(ctx context.Context, tenant, match string, knownAt int64, limit, depth int) (out []sgam.EpisodeHit, ranked int, err error) {
+func (s *db) search(ctx context.Context, tenant, match string, lo, hi, knownAt int64, limit, depth int) (out []sgam.EpisodeHit, ranked int, err error) {
 	rows, err := s.query(ctx, `SELECT e.tenant, e.episode_id, e.session, e.kind, e.content, e.occurred_at, e.recorded_at, e.metadata,
 			coalesce(e.idempotency_key, ''), coalesce(e.retention, ''), e.subjects, -m.rank, e.recorded_at <= ?3
-		FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ?2 AND rank MATCH 'bm25(0.0, 1.0)' ORDER BY rank LIMIT ?4) m
+		FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ?2 AND rowid > ?5 AND rowid < ?6 ORDER BY rank LIMIT ?4) m
 		JOIN search_docs d ON d.doc = m.rowid
 		JOIN episodes e ON e.tenant = d.tenant AND e.episode_id = d.episode_id
 		WHERE d.tenant = ?1
-		ORDER BY m.rank`, tenant, match, knownAt, depth)
+		ORDER BY m.rank`, tenant, match, knownAt, depth, lo, hi)
 	if err != nil {
 		return nil, 0, mapErr(fmt.Errorf("search: %w", err))
 	}
@@ -159,11 +280,14 @@ func reindexRange(ctx context.Context, x execer, tenant string, cur *[2]string, 
 		`INSERT OR IGNORE INTO search_tenants (tenant, n)
 			SELECT tenant, (SELECT coalesce(max(n), 0) FROM search_tenants) + row_number() OVER (ORDER BY tenant)
 			FROM (SELECT DISTINCT e.tenant FROM episodes e WHERE ` + in + ` AND e.tenant NOT IN (SELECT tenant FROM search_tenants))`,
-		`INSERT INTO search_docs (tenant, episode_id) SELECT e.tenant, e.episode_id FROM episodes e WHERE ` + in + ` ORDER BY e.tenant, e.episode_id`,
-		`INSERT INTO search_fts (rowid, t, content)
-			SELECT d.doc, 't' || st.n, e.content FROM episodes e
-			JOIN search_docs d ON d.tenant = e.tenant AND d.episode_id = e.episode_id
-			JOIN search_tenants st ON st.tenant = e.tenant WHERE ` + in,
+		// Each episode the next rowid of its tenant's range.
+		`INSERT INTO search_docs (doc, tenant, episode_id)
+			SELECT coalesce((SELECT max(doc) FROM search_docs WHERE doc > st.n * 4294967296 AND doc < (st.n + 1) * 4294967296), st.n * 4294967296)
+				+ row_number() OVER (PARTITION BY e.tenant ORDER BY e.episode_id), e.tenant, e.episode_id
+			FROM episodes e JOIN search_tenants st ON st.tenant = e.tenant WHERE ` + in,
+		`INSERT INTO search_fts (rowid, content)
+			SELECT d.doc, e.content FROM episodes e
+			JOIN search_docs d ON d.tenant = e.tenant AND d.episode_id = e.episode_id WHERE ` + in,
 	} {
 		res, err := x.ExecContext(ctx, q, args...)
 		if err != nil {

@@ -1,7 +1,6 @@
-package sqlite_test
+package sqlite
 
 import (
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/store/sqlite"
 )
 
 // TestSearchBackfill: a file written before the search index existed
@@ -18,7 +16,10 @@ import (
 func TestSearchBackfill(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "old.db")
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	// The file of an sgam before 0006.
+	migrateOnlyTo = 5
+	s, err := Open(ctx, path, Options{})
+	migrateOnlyTo = 0
 	require.NoError(t, err)
 	const n = 4500 // more than two batches
 	for i := range n {
@@ -27,16 +28,8 @@ func TestSearchBackfill(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 
-	// Make it the file of an sgam before 0006.
-	db, err := sql.Open("sqlite", path)
-	require.NoError(t, err)
-	_, err = db.Exec(`DROP TRIGGER episodes_search_insert; DROP TRIGGER episodes_search_update; DROP TRIGGER episodes_search_delete;
-		DROP TABLE search_fts; DROP TABLE search_docs; DROP TABLE search_tenants; PRAGMA user_version = 5`)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-
 	var seen [][2]int
-	s, err = sqlite.Open(ctx, path, sqlite.Options{Progress: func(what string, done, total int) {
+	s, err = Open(ctx, path, Options{Progress: func(what string, done, total int) {
 		require.Equal(t, "migration 0006_search.sql", what)
 		seen = append(seen, [2]int{done, total})
 	}})

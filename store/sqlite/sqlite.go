@@ -72,6 +72,7 @@ type db struct {
 	path     string
 	clock    sgam.Clock
 	progress func(what string, done, total int) // of Options
+	terms    termCountCache                     // search.go
 
 	wdb *sql.DB
 	wmu sync.Mutex // serializes writers of this process; BEGIN IMMEDIATE serializes processes
@@ -236,6 +237,10 @@ var migrationSteps = map[string]func(ctx context.Context, x execer, progress fun
 	"0006_search.sql": backfillSearch,
 }
 
+// migrateOnlyTo, when set, stops migrations after that many: how a test
+// makes the file of an older sgam.
+var migrateOnlyTo int
+
 // migrate applies the embedded migrations the file has not seen yet, in
 // one IMMEDIATE transaction, so two processes opening a new file at once
 // migrate it once.
@@ -245,6 +250,9 @@ func (s *db) migrate(ctx context.Context) error {
 		return err
 	}
 	sort.Strings(names)
+	if migrateOnlyTo > 0 {
+		names = names[:migrateOnlyTo]
+	}
 	if _, err := s.w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return unavailable("migrate "+s.path, err)
 	}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -128,6 +129,52 @@ func runSearch(t *testing.T, newStore Factory) {
 		require.Empty(t, got)
 		_, err = b.store.Attributes(b.ctx, tenantA, "")
 		requireCode(t, err, sgam.Invalid, "subject")
+	})
+
+	t.Run("Around", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		for i, at := range []string{"09:00", "09:01", "09:02", "09:03", "09:04", "09:05"} {
+			b.tick("2026-06-01T" + at + ":00Z")
+			_, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "t" + itoa(i), Session: "s1", Content: "turn", OccurredAt: b.at("2026-06-01T" + at + ":00Z")})
+			require.NoError(t, err)
+		}
+		_, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "other", Session: "s2", Content: "x", OccurredAt: b.at("2026-06-01T09:02:30Z")})
+		require.NoError(t, err)
+		_, err = b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "lone", Content: "no session", OccurredAt: b.at("2026-06-01T09:02:30Z")})
+		require.NoError(t, err)
+		_, err = b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantB, ID: "t9", Session: "s1", Content: "theirs", OccurredAt: b.at("2026-06-01T09:02:30Z")})
+		require.NoError(t, err)
+		ids := func(es []sgam.Episode) []string {
+			out := []string{}
+			for _, e := range es {
+				out = append(out, e.ID)
+			}
+			return out
+		}
+		w, err := b.store.Around(b.ctx, tenantA, []string{"t2", "t0", "t5", "lone", "nope"}, 2, time.Time{})
+		require.NoError(t, err)
+		require.Len(t, w, 3, "no window for an episode without a session, nor for an unknown id")
+		require.NotContains(t, w, "lone")
+		require.Equal(t, []string{"t0", "t1"}, ids(w["t2"].Before), "oldest first")
+		require.Equal(t, []string{"t3", "t4"}, ids(w["t2"].After))
+		require.Empty(t, w["t0"].Before)
+		require.Equal(t, []string{"t1", "t2"}, ids(w["t0"].After))
+		require.Equal(t, []string{"t3", "t4"}, ids(w["t5"].Before))
+		require.Empty(t, w["t5"].After)
+
+		w, err = b.store.Around(b.ctx, tenantA, []string{"t2"}, 8, b.at("2026-06-01T09:03:30Z"))
+		require.NoError(t, err)
+		require.Equal(t, []string{"t3"}, ids(w["t2"].After), "only what was recorded by known_at")
+
+		w, err = b.store.Around(b.ctx, tenantB, []string{"t2", "t9"}, 2, time.Time{})
+		require.NoError(t, err)
+		require.Empty(t, w, "the other tenant's session s1 is another conversation, where t9 is alone")
+
+		_, err = b.store.Around(b.ctx, tenantA, []string{"t2"}, 0, time.Time{})
+		requireCode(t, err, sgam.Invalid, "n")
+		_, err = b.store.Around(b.ctx, tenantA, []string{""}, 1, time.Time{})
+		requireCode(t, err, sgam.Invalid, "ids[0]")
 	})
 
 	t.Run("Imported", func(t *testing.T) {

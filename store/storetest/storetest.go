@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("ExtractionInputs", func(t *testing.T) { runExtractionInputs(t, newStore) })
 	t.Run("ExtractionQueue", func(t *testing.T) { runExtractionQueue(t, newStore) })
 	t.Run("Search", func(t *testing.T) { runSearch(t, newStore) })
+	t.Run("Embeddings", func(t *testing.T) { runEmbeddings(t, newStore) })
 	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
 	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
 	t.Run("APIKeys", func(t *testing.T) { runKeys(t, newStore) })

@@ -61,6 +61,10 @@ type Reader interface {
 
 	Episode(ctx context.Context, tenant, id string) (e sgam.Episode, found bool, err error)
 	Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error)
+	// Around returns the windows of ids' episodes that have a session,
+	// as sgam.Episodes.Around (ids distinct and valid, n and knownAt
+	// checked).
+	Around(ctx context.Context, tenant string, ids []string, n int, knownAt int64) (map[string]sgam.Window, error)
 	Pending(ctx context.Context, q sgam.PendingQuery) ([]sgam.Candidate, error)
 	Candidate(ctx context.Context, tenant, id string) (c sgam.Candidate, found bool, err error)
 	Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error)
@@ -101,6 +105,21 @@ type Reader interface {
 	// tenant's when "") in batches, as sgam.Admin.Reindex.
 	Reindex(ctx context.Context, tenant string, progress func(done, total int)) (int, error)
 
+	// EpisodesToEmbed lists up to limit episodes of every tenant with
+	// content and no vector for model, by recorded_at (then tenant and
+	// id).
+	EpisodesToEmbed(ctx context.Context, model string, limit int) ([]sgam.Episode, error)
+	// EmbeddingDims returns the dimension of tenant's vectors of model;
+	// found is false when it has none.
+	EmbeddingDims(ctx context.Context, tenant, model string) (dims int, found bool, err error)
+	// Nearest ranks tenant's vectors of model whose episode was recorded
+	// by knownAt against q (its norm qNorm, its dimension the stored
+	// one), best first, at most limit, and returns their episodes with
+	// the cosine as Score, scored and ordered as a Ranker does (a vector
+	// of another dimension is passed over). An episode gone between the
+	// ranking and the reading of the episodes is left out.
+	Nearest(ctx context.Context, tenant, model string, q []float32, qNorm float64, knownAt int64, limit int) ([]sgam.EpisodeHit, error)
+
 	Check(ctx context.Context) ([]sgam.Violation, error)
 	Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error
 	Compact(ctx context.Context) error
@@ -120,6 +139,7 @@ type Tx interface {
 	SchemaTx
 	ForgetTx
 	ImportTx
+	EmbeddingTx
 	// MigrationRows takes, in key order, up to limit subjects after
 	// cursor with rows q selects, locks their keys as writers do, and
 	// returns those rows with their evidence.
@@ -235,6 +255,32 @@ type ForgetTx interface {
 	// has a cutoff they are recorded at or before, by tenant and id.
 	ExpiredFacts(scope ledger.Scope, cuts []ledger.Cutoff, limit int) ([]FactRef, error)
 	InsertReceipt(rc sgam.Receipt) error
+}
+
+// EmbeddingTx stores and drops episode vectors.
+type EmbeddingTx interface {
+	// LockEmbeddings serializes the writers of tenant's vectors of model
+	// until commit (SQLite's write lock holds everything already) and
+	// returns their dimension; found is false when there are none.
+	LockEmbeddings(tenant, model string) (dims int, found bool, err error)
+	// PutEmbeddings stores vs under model, replacing the vectors of the
+	// same tenant, model and episode, each only if its episode exists, has
+	// content and, when RecordedAt is not 0, was recorded then; it
+	// returns how many were stored.
+	PutEmbeddings(model string, vs []Vector) (int, error)
+	// DropEmbeddings deletes the vectors of every model but keep (all
+	// when keep is ""), and returns how many.
+	DropEmbeddings(keep string) (int, error)
+}
+
+// Vector is a checked vector to store, with its norm.
+type Vector struct {
+	Tenant, EpisodeID string
+	Values            []float32
+	Norm              float64
+	// RecordedAt is the episode's recorded_at the vector was made from
+	// (0: any).
+	RecordedAt int64
 }
 
 // ImportTx restores exported rows.

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sgam-dev/sgam"
@@ -143,6 +145,38 @@ func (s *Store) Episodes(ctx context.Context, q sgam.EpisodeQuery) (out []sgam.E
 		return nil, err
 	}
 	return s.d.Episodes(ctx, q)
+}
+
+// Around implements sgam.Episodes.
+func (s *Store) Around(ctx context.Context, tenant string, ids []string, n int, knownAt time.Time) (out map[string]sgam.Window, err error) {
+	defer s.track("Around", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if len(ids) > sgam.MaxAroundLookup {
+		return nil, sgam.Errorf(sgam.Invalid, "ids", "has %d ids; at most %d", len(ids), sgam.MaxAroundLookup)
+	}
+	if n < 1 || n > sgam.MaxAround {
+		return nil, sgam.Errorf(sgam.Invalid, "n", "must be between 1 and %d, not %d", sgam.MaxAround, n)
+	}
+	if knownAt.IsZero() {
+		knownAt = s.now()
+	} else if knownAt, err = sgam.CheckTime("known_at", knownAt); err != nil {
+		return nil, err
+	}
+	var ok []string
+	for i, id := range ids {
+		if err := sgam.CheckEpisodeID(fmt.Sprintf("ids[%d]", i), id); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ok, id) {
+			ok = append(ok, id)
+		}
+	}
+	if len(ok) == 0 {
+		return map[string]sgam.Window{}, nil
+	}
+	return s.d.Around(ctx, tenant, ok, n, sgam.Micros(knownAt))
 }
 
 // Pending implements sgam.Review.

@@ -89,7 +89,10 @@ func (s *Store) Import(ctx context.Context, b sgam.ImportBatch) (st sgam.ImportS
 	return st, nil
 }
 
-// Export implements sgam.Admin.
+// Export implements sgam.Admin. Episode vectors (sgam.Embeddings) are not
+// exported: they are derived from the episodes' content by a model, and an
+// imported store gets them by embedding its episodes again (the embedding
+// job of package queue finds every episode without a vector).
 func (s *Store) Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) (err error) {
 	defer s.track("Export", s.start(), &err)
 	if tenant != "" {
