@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -130,7 +131,7 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 	bestSession := 0.0
 	sessionScore := map[string]float64{}
 	for s, scores := range sessions {
-		slices.SortFunc(scores, func(a, b float64) int { return cmpFloat(b, a) })
+		slices.SortFunc(scores, func(a, b float64) int { return cmp.Compare(b, a) })
 		for _, v := range scores[:min(sessionTop, len(scores))] {
 			sessionScore[s] += v
 		}
@@ -149,7 +150,7 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 		}
 	}
 	slices.SortStableFunc(all, func(a, b *candidate) int {
-		if c := cmpFloat(b.score, a.score); c != 0 {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
 		return strings.Compare(a.episode.ID, b.episode.ID)
@@ -212,7 +213,7 @@ func (g *gather) fuse(hits []sgam.EpisodeHit, depth int) (_ []sgam.EpisodeHit, f
 		out = append(out, h)
 	}
 	slices.SortFunc(out, func(a, b sgam.EpisodeHit) int {
-		if c := cmpFloat(b.Score, a.Score); c != 0 {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Episode.ID, b.Episode.ID)
@@ -227,14 +228,4 @@ func errText(err error) string {
 		return "no vector in the answer"
 	}
 	return err.Error()
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

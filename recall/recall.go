@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -522,21 +523,11 @@ func sortedKeys(m map[sgam.Key]bool) []sgam.Key {
 	}
 	slices.SortFunc(keys, func(a, b sgam.Key) int {
 		if a.Subject != b.Subject {
-			return cmpString(a.Subject, b.Subject)
+			return strings.Compare(a.Subject, b.Subject)
 		}
-		return cmpString(a.Attribute, b.Attribute)
+		return strings.Compare(a.Attribute, b.Attribute)
 	})
 	return keys
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // related follows ref facts from the facts in play, Hops deep: the state

@@ -2,7 +2,6 @@ package recall_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -71,5 +70,4 @@ func TestVectorEvidence(t *testing.T) {
 	require.Len(t, c.Warnings, 1)
 	require.Contains(t, c.Warnings[0], "lexical only")
 	require.Equal(t, "v2", c.Evidence[0].EpisodeID)
-	_ = time.Second
 }

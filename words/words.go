@@ -7,6 +7,7 @@
 package words
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -199,6 +200,41 @@ func Candidates(text string, max int) []string {
 		if i+1 < len(ws) {
 			add(w + "-" + ws[i+1])
 			add(w + "_" + ws[i+1])
+		}
+	}
+	return out
+}
+
+// MaxRankedRows bounds the rows a search ranks: a store's index ranks
+// every row its terms match, so a search's time is in the rows its terms
+// hold, and a term that many rows hold weighs little in the ranking (its
+// inverse document frequency is low): a question's commonest words are
+// the index's stop words.
+const MaxRankedRows = 1000
+
+// Selective returns the terms worth searching for, given how many rows
+// of the index hold each (rows[i] for terms[i]): the rarest first, then
+// the next rarest while the rows they hold together stay within
+// MaxRankedRows, in the terms' order.
+func Selective(terms []string, rows []int) []string {
+	order := make([]int, len(terms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return rows[a] - rows[b] })
+	keep := make([]bool, len(terms))
+	total := 0
+	for k, i := range order {
+		if k > 0 && total+rows[i] > MaxRankedRows {
+			break
+		}
+		total += rows[i]
+		keep[i] = true
+	}
+	var out []string
+	for i, t := range terms {
+		if keep[i] {
+			out = append(out, t)
 		}
 	}
 	return out

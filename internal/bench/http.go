@@ -655,15 +655,23 @@ func (w *worker) assert(l *load, written *atomic.Int64) error {
 	b = strconv.AppendInt(b, int64(w.id), 10)
 	b = append(b, `"}`...)
 	w.body = b
-	r := append(w.req[:0], "POST /v1/facts HTTP/1.1\r\nHost: "...)
+	return w.post(l, "/v1/facts", `"fact"`)
+}
+
+// post sends w.body to path with a POST and checks that the answer holds
+// want.
+func (w *worker) post(l *load, path, want string) error {
+	r := append(w.req[:0], "POST "...)
+	r = append(r, path...)
+	r = append(r, " HTTP/1.1\r\nHost: "...)
 	r = append(r, l.addr...)
 	r = append(r, "\r\nAuthorization: "...)
 	r = append(r, l.auth...)
 	r = append(r, "\r\nContent-Type: application/json\r\nContent-Length: "...)
-	r = strconv.AppendInt(r, int64(len(b)), 10)
+	r = strconv.AppendInt(r, int64(len(w.body)), 10)
 	r = append(r, "\r\n\r\n"...)
-	w.req = append(r, b...)
-	return w.do(l, `"fact"`)
+	w.req = append(r, w.body...)
+	return w.do(l, want)
 }
 
 // recall asks one of the questions with POST /v1/recall.
@@ -672,15 +680,7 @@ func (w *worker) recall(l *load) error {
 	b = append(b, l.questions[w.rng.IntN(len(l.questions))]...)
 	b = append(b, '}')
 	w.body = b
-	r := append(w.req[:0], "POST /v1/recall HTTP/1.1\r\nHost: "...)
-	r = append(r, l.addr...)
-	r = append(r, "\r\nAuthorization: "...)
-	r = append(r, l.auth...)
-	r = append(r, "\r\nContent-Type: application/json\r\nContent-Length: "...)
-	r = strconv.AppendInt(r, int64(len(b)), 10)
-	r = append(r, "\r\n\r\n"...)
-	w.req = append(r, b...)
-	return w.do(l, `"rendered"`)
+	return w.post(l, "/v1/recall", `"rendered"`)
 }
 
 // do sends the request in w.req on the worker's connection (dialling one

@@ -33,7 +33,11 @@ type RecallOptions struct {
 	// Capture is the episodes captured, one after the other, into a fresh
 	// store with the full-text index and into one without it, alternating
 	// in rounds: the index's cost on capture (0: skip).
-	Capture  int
+	Capture int
+	// Seeded says the store holds the data of an earlier run of the same
+	// sizes (a PostgreSQL database, whose loading is slow): nothing is
+	// written again.
+	Seeded   bool
 	Progress Progress
 }
 
@@ -126,7 +130,7 @@ func Recall(ctx context.Context, opts RecallOptions) (RecallResult, error) {
 		return res, err
 	}
 	defer s.Close()
-	c, sample, err := seedRecall(ctx, s, opts.Episodes, opts.Facts, progress)
+	c, sample, err := seedRecallInto(ctx, s, opts.Episodes, opts.Facts, opts.Seeded, progress)
 	if err != nil {
 		return res, err
 	}
@@ -166,10 +170,21 @@ func Recall(ctx context.Context, opts RecallOptions) (RecallResult, error) {
 // same words) and writes facts citing them, returning the corpus and an
 // episode of each subject to ask about.
 func seedRecall(ctx context.Context, s sgam.Store, episodes, facts int, progress Progress) (*corpus, map[int]sgam.Episode, error) {
+	return seedRecallInto(ctx, s, episodes, facts, false, progress)
+}
+
+// seedRecallInto is seedRecall; with seeded, the store holds the data of
+// an earlier run of the same sizes, and only the corpus is made again
+// (the same draws, nothing written).
+func seedRecallInto(ctx context.Context, s sgam.Store, episodes, facts int, seeded bool, progress Progress) (*corpus, map[int]sgam.Episode, error) {
 	c := newCorpus(1)
 	sample := map[int]sgam.Episode{} // an episode of each subject, for its questions
 	batch := make([]sgam.Episode, 0, 1000)
 	flush := func() error {
+		if seeded {
+			batch = batch[:0]
+			return nil
+		}
 		// Concurrent captures are committed together (group commit): the
 		// fast way to load.
 		errs := make(chan error, len(batch))
@@ -205,7 +220,7 @@ func seedRecall(ctx context.Context, s sgam.Store, episodes, facts int, progress
 	if err := flush(); err != nil {
 		return nil, nil, err
 	}
-	for i := 0; i < facts; i += 1000 {
+	for i := 0; i < facts && !seeded; i += 1000 {
 		as := workload.Batch(i, min(1000, facts-i))
 		for k := range as {
 			as[k].Source = fmt.Sprintf("e%d", (i+k)/10%max(episodes, 1))

@@ -46,6 +46,8 @@ SQLite's only).`,
 				return sgam.Errorf(sgam.Invalid, "--capture", "must be between 0 and 1000000")
 			case pg != "" && !store.IsPostgres(pg):
 				return sgam.Errorf(sgam.Invalid, "--postgres", "must be a postgres:// URL")
+			case opts.Seeded && pg == "":
+				return sgam.Errorf(sgam.Invalid, "--seeded", "needs --postgres: a SQLite run starts from a fresh file")
 			}
 			opts.DSN = pg
 			dir, err := os.MkdirTemp("", "sgam-bench-recall-")
@@ -79,6 +81,7 @@ SQLite's only).`,
 	f.IntVar(&opts.Facts, "facts", 1_000_000, "facts citing them")
 	f.IntVar(&opts.Questions, "questions", 2000, "questions recalled one after the other")
 	f.IntVar(&opts.Capture, "capture", 5000, "episodes captured with and without the index (0: skip)")
+	f.BoolVar(&opts.Seeded, "seeded", false, "the store holds an earlier run's data of the same sizes: write nothing, only ask (with --postgres)")
 	f.StringVar(&pg, "postgres", "", "measure recall on this empty PostgreSQL database (postgres:// URL) instead of SQLite")
 	return c
 }

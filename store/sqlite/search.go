@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,17 +61,9 @@ func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt 
 	}
 }
 
-// rankedRows bounds the index rows a search ranks. bm25 is computed for
-// every row any term matches, so a search's time is in the rows its terms
-// hold; and a term that many rows hold adds little to the ranking (its
-// inverse document frequency is low): a question's commonest words are
-// this index's stop words.
-const rankedRows = 1000
-
-// selective returns the terms worth searching for: the rarest first
-// (counted over every tenant's rows: the index's own counts), and then
-// the next rarest as long as the rows they hold together stay within
-// rankedRows.
+// selective returns the terms worth searching for (words.Selective), by
+// the rows of the index that hold their stems (every tenant's rows: the
+// index's own counts).
 func (s *db) selective(ctx context.Context, terms []string) ([]string, error) {
 	stems := make([]any, len(terms))
 	for i, t := range terms {
@@ -82,22 +73,11 @@ func (s *db) selective(ctx context.Context, terms []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	order := make([]int, len(terms))
-	for i := range order {
-		order[i] = i
+	rows := make([]int, len(terms))
+	for i := range terms {
+		rows[i] = count[stems[i].(string)]
 	}
-	held := func(i int) int { return count[stems[i].(string)] }
-	slices.SortStableFunc(order, func(a, b int) int { return held(a) - held(b) })
-	var kept []string
-	total := 0
-	for k, i := range order {
-		if k > 0 && total+held(i) > rankedRows {
-			break
-		}
-		total += held(i)
-		kept = append(kept, terms[i])
-	}
-	return kept, nil
+	return words.Selective(terms, rows), nil
 }
 
 // termCounts returns the index rows that hold each stem. The counts are
