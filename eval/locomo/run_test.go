@@ -13,10 +13,11 @@ import (
 
 const dataPath = "../../../shared/data/locomo/locomo10.json"
 
-// TestRunLocomo runs the retrieval evaluation end to end on the real data
-// (when it is there) and prints the figures; it asserts only that every
-// question was asked and that recall finds something, the floor the
-// README's figures stand on.
+// TestRunLocomo runs the retrieval evaluation end to end on the first two
+// conversations of the real data (when it is there; the whole of it is
+// `sgam eval locomo`, too slow under -race for every test run) and prints
+// the figures; it asserts that every question was asked and a floor under
+// the README's figures.
 func TestRunLocomo(t *testing.T) {
 	if _, err := os.Stat(dataPath); err != nil {
 		t.Skip("no LoCoMo data at", dataPath)
@@ -29,14 +30,25 @@ func TestRunLocomo(t *testing.T) {
 	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "locomo.db"), sqlite.Options{})
 	require.NoError(t, err)
 	defer s.Close()
+	require.Len(t, convs, 10)
+	convs = convs[:2]
+	turns, questions := 0, 0
+	for _, c := range convs {
+		for _, sess := range c.Sessions {
+			turns += len(sess.Turns)
+		}
+		for _, q := range c.Questions {
+			if q.Category >= 1 && q.Category <= 4 {
+				questions++
+			}
+		}
+	}
 	n, err := locomo.Capture(t.Context(), s, convs)
 	require.NoError(t, err)
-	require.Equal(t, 5882, n)
+	require.Equal(t, turns, n)
 	res, err := locomo.Run(t.Context(), s, convs, locomo.RunOptions{})
 	require.NoError(t, err)
-	require.Equal(t, 1540, res.Questions)
+	require.Equal(t, questions, res.Questions)
 	require.NoError(t, res.All.Write(os.Stdout))
-	require.NoError(t, res.Tuned.Write(os.Stdout))
-	require.NoError(t, res.Unseen.Write(os.Stdout))
-	require.Greater(t, res.All.TurnRecall(locomo.All, 10), 0.4)
+	require.Greater(t, res.All.TurnRecall(locomo.All, 10), 0.6)
 }
