@@ -190,6 +190,13 @@ func TestBudget(t *testing.T) {
 			require.Positive(t, left)
 		}
 	}
+	// A budget too small for a fact's quote still holds the fact.
+	tight := w.recall(recall.Query{Tenant: "acme", Question: "What was Mira's passport deadline on June 2, 2026?", TokenBudget: 160})
+	require.NotEmpty(t, tight.Facts)
+	require.Equal(t, `"2026-07-15"`, string(tight.Facts[0].Value))
+	require.Empty(t, tight.Facts[0].Quote)
+	require.NotContains(t, tight.Rendered, "renewal deadline is July 15", "the quote was left out, not the fact")
+
 	_, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: strings.Repeat("passport ", 200), TokenBudget: 64})
 	require.Equal(t, sgam.Invalid, sgam.ErrorCode(err))
 	require.Contains(t, err.Error(), "budget")

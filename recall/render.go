@@ -25,9 +25,10 @@ import (
 //	- e2 | 2026-06-03T10:00:00Z | session s1 | Mira: correction, the deadline is June 30, not July 15.
 //	Left out to keep within 300 tokens: 2 evidence episodes.
 //
-// Items are added in that order while they fit; the first that does not
-// fit ends the block (what follows is less important), and the last line
-// says what was left out.
+// Items are added in that order while they fit; a fact that does not fit
+// is tried without its quote, and the first item that does not fit ends
+// the block (what follows is less important); the last line says what was
+// left out.
 
 const (
 	maxQuoteBytes    = 200
@@ -47,17 +48,28 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 	// The omitted line, at its longest: kept free while more may follow.
 	reserve := omittedReserve()
 
+	// An item's line, and a shorter one to try when it does not fit (a
+	// fact without its quote; "" when there is none); keep is told which
+	// was rendered.
 	type item struct {
 		section string
-		line    func() (string, error)
-		keep    func()
+		line    func() (full, short string, err error)
+		keep    func(short bool)
 		omit    func()
 	}
 	var items []item
+	keepFact := func(to *[]Fact, f *Fact) func(bool) {
+		return func(short bool) {
+			if short {
+				f.Quote = ""
+			}
+			*to = append(*to, *f)
+		}
+	}
 	for _, f := range current {
 		items = append(items, item{"Facts (the values at those instants):",
-			func() (string, error) { return g.factLine(&f) },
-			func() { out.Facts = append(out.Facts, f) }, func() { out.Omitted.Facts++ }})
+			func() (string, string, error) { return g.factLine(&f) },
+			keepFact(&out.Facts, &f), func() { out.Omitted.Facts++ }})
 	}
 	if len(current) == 0 && len(out.Subjects) > 0 {
 		what := strings.Join(out.Subjects, ", ")
@@ -65,32 +77,33 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 			what = strings.Join(out.Attributes, ", ") + " of " + what
 		}
 		items = append(items, item{"Facts (the values at those instants):",
-			func() (string, error) { return "- none: no value of " + what + " at those instants", nil }, func() {}, func() {}})
+			func() (string, string, error) { return "- none: no value of " + what + " at those instants", "", nil }, func(bool) {}, func() {}})
 	}
 	for _, f := range past {
 		items = append(items, item{"Past values (superseded before as_of; not current):",
-			func() (string, error) { return g.factLine(&f) },
-			func() { out.Facts = append(out.Facts, f) }, func() { out.Omitted.Facts++ }})
+			func() (string, string, error) { return g.factLine(&f) },
+			keepFact(&out.Facts, &f), func() { out.Omitted.Facts++ }})
 	}
 	for _, f := range related {
 		items = append(items, item{"Related (through references):",
-			func() (string, error) {
-				l, err := g.factLine(&f)
-				return l + fmt.Sprintf(" | via fact %d", f.Via), err
+			func() (string, string, error) {
+				full, short, err := g.factLine(&f)
+				via := fmt.Sprintf(" | via fact %d", f.Via)
+				return full + via, short + via, err
 			},
-			func() { out.Related = append(out.Related, f) }, func() { out.Omitted.Related++ }})
+			keepFact(&out.Related, &f), func() { out.Omitted.Related++ }})
 	}
 	for _, h := range hits {
 		ev := Evidence{EpisodeID: h.Episode.ID, Session: h.Episode.Session, OccurredAt: h.Episode.OccurredAt, Score: h.Score, Snippet: clip(h.Snippet, maxSnippetBytes)}
 		items = append(items, item{"Evidence (episodes, best match first):",
-			func() (string, error) {
+			func() (string, string, error) {
 				session := ""
 				if ev.Session != "" {
 					session = " | session " + ev.Session
 				}
-				return fmt.Sprintf("- %s | %s%s | %s", ev.EpisodeID, stamp(ev.OccurredAt), session, ev.Snippet), nil
+				return fmt.Sprintf("- %s | %s%s | %s", ev.EpisodeID, stamp(ev.OccurredAt), session, ev.Snippet), "", nil
 			},
-			func() { out.Evidence = append(out.Evidence, ev) }, func() { out.Omitted.Evidence++ }})
+			func(bool) { out.Evidence = append(out.Evidence, ev) }, func() { out.Omitted.Evidence++ }})
 	}
 
 	section, full := "", false
@@ -99,7 +112,7 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 			it.omit()
 			continue
 		}
-		line, err := it.line()
+		line, short, err := it.line()
 		if err != nil {
 			return err
 		}
@@ -112,16 +125,26 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 		if i < len(items)-1 {
 			free -= reserve
 		}
+		shortened := false
 		if !b.fits(more, free) {
-			full = true
-			it.omit()
-			continue
+			if short == "" {
+				full = true
+				it.omit()
+				continue
+			}
+			more[len(more)-1] = short
+			if !b.fits(more, free) {
+				full = true
+				it.omit()
+				continue
+			}
+			shortened = true
 		}
 		for _, l := range more {
 			b.add(l)
 		}
 		section = it.section
-		it.keep()
+		it.keep(shortened)
 	}
 	if out.Omitted != (Omitted{}) {
 		b.add(omittedLine(out.Budget, out.Omitted))
@@ -174,11 +197,12 @@ func omittedLine(budget int, o Omitted) string {
 	return fmt.Sprintf("Left out to keep within %d tokens: %s.", budget, strings.Join(parts, ", "))
 }
 
-// factLine renders a fact, reading the quote of its source into it.
-func (g *gather) factLine(f *Fact) (string, error) {
+// factLine renders a fact, reading the quote of its source into it, and
+// the same line without the quote.
+func (g *gather) factLine(f *Fact) (full, short string, err error) {
 	q, err := g.quote(f.Fact)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	f.Quote = q
 	value := string(f.Value)
@@ -197,10 +221,11 @@ func (g *gather) factLine(f *Fact) (string, error) {
 	if len(f.Sources) > 0 {
 		fmt.Fprintf(&b, " | sources %s", strings.Join(f.Sources, ", "))
 	}
-	if q != "" {
-		fmt.Fprintf(&b, " | %q", q)
+	short = b.String()
+	if q == "" {
+		return short, "", nil
 	}
-	return b.String(), nil
+	return fmt.Sprintf("%s | %q", short, q), short, nil
 }
 
 // quote is what the fact's source episode says for it: the evidence the
