@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/sgam-dev/sgam"
@@ -35,14 +34,13 @@ type Extractor struct {
 	model llm.Model  // nil: none configured
 	clock sgam.Clock // the instant a first prompt shows beliefs at
 
-	mu      sync.Mutex
-	schemas map[string]*schema.Schema // parsed schema bodies, by hash
+	schemas schema.Cache // parsed schema bodies
 }
 
 // New returns an Extractor over store asking model (nil: no model; Extract
 // then fails with ErrNoModel, and DryRun still builds the prompt).
 func New(store Store, model llm.Model) *Extractor {
-	return &Extractor{store: store, model: model, clock: sgam.SystemClock{}, schemas: map[string]*schema.Schema{}}
+	return &Extractor{store: store, model: model, clock: sgam.SystemClock{}}
 }
 
 // WithClock sets the clock whose now a first extraction's prompt shows
@@ -259,7 +257,7 @@ func (x *Extractor) input(ctx context.Context, ep sgam.Episode, knownAt time.Tim
 		return in, err
 	}
 	if sv.Version > 0 {
-		if in.Schema, err = x.parsed(sv); err != nil {
+		if in.Schema, err = x.schemas.Parsed(sv); err != nil {
 			return in, err
 		}
 		in.Version = sv.Version
@@ -347,22 +345,4 @@ func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent 
 		}
 	}
 	return out, nil
-}
-
-// parsed returns the parsed schema of a stored version.
-func (x *Extractor) parsed(sv sgam.SchemaVersion) (*schema.Schema, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if s, ok := x.schemas[sv.Hash]; ok {
-		return s, nil
-	}
-	s, err := schema.Parse(sv.Body)
-	if err != nil {
-		return nil, fmt.Errorf("the stored schema version %d does not parse: %w", sv.Version, err)
-	}
-	if len(x.schemas) >= 64 {
-		clear(x.schemas)
-	}
-	x.schemas[sv.Hash] = s
-	return s, nil
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -159,13 +158,12 @@ type Recaller struct {
 	embed   llm.Embedder
 	vectors sgam.Embeddings
 
-	mu      sync.Mutex
-	schemas map[string]*schema.Schema // parsed, by hash
+	schemas schema.Cache // parsed schema bodies
 }
 
 // New returns a Recaller over store, on the system clock.
 func New(store Store) *Recaller {
-	return &Recaller{store: store, clock: sgam.SystemClock{}, schemas: map[string]*schema.Schema{}}
+	return &Recaller{store: store, clock: sgam.SystemClock{}}
 }
 
 // WithEmbedder makes recall search episodes by vector too: the question
@@ -356,19 +354,9 @@ func (r *Recaller) schema(ctx context.Context, tenant string) (*tenantSchema, er
 	if err != nil || sv.Version == 0 {
 		return &tenantSchema{}, err
 	}
-	r.mu.Lock()
-	s, ok := r.schemas[sv.Hash]
-	r.mu.Unlock()
-	if !ok {
-		if s, err = schema.Parse(sv.Body); err != nil {
-			return nil, fmt.Errorf("recall: the stored schema version %d does not parse: %w", sv.Version, err)
-		}
-		r.mu.Lock()
-		if len(r.schemas) >= 64 {
-			clear(r.schemas)
-		}
-		r.schemas[sv.Hash] = s
-		r.mu.Unlock()
+	s, err := r.schemas.Parsed(sv)
+	if err != nil {
+		return nil, fmt.Errorf("recall: %w", err)
 	}
 	ts := &tenantSchema{parsed: s, version: sv.Version}
 	if len(s.Migrations) > 0 {
