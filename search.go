@@ -25,6 +25,9 @@ type SearchQuery struct {
 	KnownAt time.Time // zero: now
 	// Snippet bounds each hit's snippet, in bytes (default 240).
 	Snippet int
+	// NoSnippet leaves every hit's Snippet empty: for a caller that ranks
+	// the hits again and cuts snippets for the few it keeps.
+	NoSnippet bool
 }
 
 // MaxSearchLimit bounds the hits of one search.

@@ -43,7 +43,6 @@ const (
 type candidate struct {
 	episode    sgam.Episode
 	own, score float64
-	snippet    string
 	prev, next [2]*candidate
 }
 
@@ -53,7 +52,7 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 	limit := g.q.EvidenceLimit
 	depth := min(sgam.MaxSearchLimit, max(minCandidates, candidateDepth*limit))
 	g.out.Search = "lexical"
-	hits, err := g.r.store.SearchEpisodes(g.ctx, sgam.SearchQuery{Tenant: g.q.Tenant, Text: g.q.Question, Limit: depth, KnownAt: g.at.KnownAt})
+	hits, err := g.r.store.SearchEpisodes(g.ctx, sgam.SearchQuery{Tenant: g.q.Tenant, Text: g.q.Question, Limit: depth, KnownAt: g.at.KnownAt, NoSnippet: true})
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +78,11 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 	}
 	by := map[string]*candidate{}
 	var all []*candidate
-	add := func(e sgam.Episode, own float64, snippet string) *candidate {
+	add := func(e sgam.Episode, own float64) *candidate {
 		if c, ok := by[e.ID]; ok {
 			return c
 		}
-		c := &candidate{episode: e, own: own, snippet: snippet}
+		c := &candidate{episode: e, own: own}
 		by[e.ID] = c
 		all = append(all, c)
 		return c
@@ -91,7 +90,7 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 	sessions := map[string][]float64{}
 	for _, h := range hits {
 		own := (h.Score - floor) / best
-		add(h.Episode, own, h.Snippet)
+		add(h.Episode, own)
 		if s := h.Episode.Session; s != "" {
 			sessions[s] = append(sessions[s], own)
 		}
@@ -112,10 +111,7 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 		seq := append(append(append([]sgam.Episode{}, w.Before...), by[id].episode), w.After...)
 		cs := make([]*candidate, len(seq))
 		for i, e := range seq {
-			cs[i] = add(e, 0, "")
-			if cs[i].snippet == "" {
-				cs[i].snippet = words.Snippet(e.Content, terms, maxSnippetBytes)
-			}
+			cs[i] = add(e, 0)
 		}
 		for i, c := range cs {
 			for d := 1; d <= 2; d++ {
@@ -157,7 +153,8 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 	})
 	out := make([]sgam.EpisodeHit, 0, min(limit, len(all)))
 	for _, c := range all[:min(limit, len(all))] {
-		out = append(out, sgam.EpisodeHit{Episode: c.episode, Score: c.score, Snippet: c.snippet})
+		// Snippets are cut for the cited episodes only.
+		out = append(out, sgam.EpisodeHit{Episode: c.episode, Score: c.score, Snippet: words.Snippet(c.episode.Content, terms, maxSnippetBytes)})
 	}
 	return out, nil
 }
@@ -195,14 +192,10 @@ func (g *gather) fuse(hits []sgam.EpisodeHit, depth int) (_ []sgam.EpisodeHit, f
 	g.out.Search = "lexical+vector (" + model + ")"
 	score := map[string]float64{}
 	byID := map[string]sgam.EpisodeHit{}
-	terms := words.Terms(g.q.Question, words.MaxTerms)
 	for _, list := range [][]sgam.EpisodeHit{hits, near} {
 		for r, h := range list {
 			score[h.Episode.ID] += 1 / float64(rrfK+r+1)
 			if _, ok := byID[h.Episode.ID]; !ok {
-				if h.Snippet == "" {
-					h.Snippet = words.Snippet(h.Episode.Content, terms, maxSnippetBytes)
-				}
 				byID[h.Episode.ID] = h
 			}
 		}

@@ -45,6 +45,11 @@ func runSearch(t *testing.T, newStore Factory) {
 		require.Contains(t, hits[0].Snippet, "deadline")
 		require.LessOrEqual(t, len(hits[0].Snippet), 20+2*len("…"))
 
+		bare, err := b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Tenant: tenantA, Text: "deadline", NoSnippet: true})
+		require.NoError(t, err)
+		require.Len(t, bare, 2)
+		require.Empty(t, bare[0].Snippet)
+
 		_, err = b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Tenant: tenantA, Text: "x", Limit: sgam.MaxSearchLimit + 1})
 		requireCode(t, err, sgam.Invalid, "limit")
 		_, err = b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Tenant: tenantA, Text: "\xff"})

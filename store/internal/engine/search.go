@@ -25,8 +25,10 @@ func (s *Store) SearchEpisodes(ctx context.Context, q sgam.SearchQuery) (hits []
 	if hits, err = s.d.Search(ctx, q.Tenant, terms, knownAt, q.Limit); err != nil {
 		return nil, err
 	}
-	for i := range hits {
-		hits[i].Snippet = words.Snippet(hits[i].Episode.Content, terms, q.Snippet)
+	if !q.NoSnippet {
+		for i := range hits {
+			hits[i].Snippet = words.Snippet(hits[i].Episode.Content, terms, q.Snippet)
+		}
 	}
 	return hits, nil
 }
