@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,7 +13,17 @@ import (
 	"github.com/sgam-dev/sgam"
 )
 
-const episodeColumns = `tenant_id, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, ''), subjects`
+// episodeColumns are the columns scanEpisode reads.
+var episodeColumns = episodeColumnsOf("")
+
+// episodeColumnsOf is episodeColumns of a table alias.
+func episodeColumnsOf(alias string) string {
+	if alias != "" {
+		alias += "."
+	}
+	return strings.ReplaceAll(`@tenant_id, @episode_id, @session, @kind, @content, @occurred_at, @recorded_at, @metadata,
+		coalesce(@idempotency_key, ''), coalesce(@retention, ''), @subjects`, "@", alias)
+}
 
 // scanEpisode scans the episodeColumns of a row, then extra.
 func scanEpisode(row pgx.Row, extra ...any) (sgam.Episode, error) {
@@ -143,20 +154,17 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 	return out, nil
 }
 
-// aroundColumns are episodeColumns of the alias x.
-const aroundColumns = `x.tenant_id, x.episode_id, x.session, x.kind, x.content, x.occurred_at, x.recorded_at, x.metadata, coalesce(x.idempotency_key, ''), coalesce(x.retention, ''), x.subjects`
-
 // Around implements engine.Reader: for each id, a lateral pair of index
 // scans (the n before it in its session, the n after).
 func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, knownAt int64) (map[string]sgam.Window, error) {
 	out := map[string]sgam.Window{}
 	err := s.read(ctx, tenant, "episodes around", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT t.episode_id, w.side, w.* FROM episodes t CROSS JOIN LATERAL (
-				(SELECT 0 AS side, `+aroundColumns+` FROM episodes x
+				(SELECT 0 AS side, `+episodeColumnsOf("x")+` FROM episodes x
 				 WHERE x.tenant_id = t.tenant_id AND x.session = t.session AND (x.occurred_at, x.episode_id) < (t.occurred_at, t.episode_id) AND x.recorded_at <= $4
 				 ORDER BY x.occurred_at DESC, x.episode_id DESC LIMIT $3)
 				UNION ALL
-				(SELECT 1, `+aroundColumns+` FROM episodes x
+				(SELECT 1, `+episodeColumnsOf("x")+` FROM episodes x
 				 WHERE x.tenant_id = t.tenant_id AND x.session = t.session AND (x.occurred_at, x.episode_id) > (t.occurred_at, t.episode_id) AND x.recorded_at <= $4
 				 ORDER BY x.occurred_at, x.episode_id LIMIT $3)) w
 			WHERE t.tenant_id = $1 AND t.episode_id = ANY($2) AND t.session <> ''`, tenant, ids, n, sgam.FromMicros(knownAt))

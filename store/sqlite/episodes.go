@@ -12,7 +12,17 @@ import (
 	"github.com/sgam-dev/sgam"
 )
 
-const episodeColumns = `tenant, episode_id, session, kind, content, occurred_at, recorded_at, metadata, coalesce(idempotency_key, ''), coalesce(retention, ''), subjects`
+// episodeColumns are the columns scanEpisode reads.
+var episodeColumns = episodeColumnsOf("")
+
+// episodeColumnsOf is episodeColumns of a table alias.
+func episodeColumnsOf(alias string) string {
+	if alias != "" {
+		alias += "."
+	}
+	return strings.ReplaceAll(`@tenant, @episode_id, @session, @kind, @content, @occurred_at, @recorded_at, @metadata,
+		coalesce(@idempotency_key, ''), coalesce(@retention, ''), @subjects`, "@", alias)
+}
 
 // scanEpisode scans the episodeColumns of a row, then extra.
 func scanEpisode(sc scanner, extra ...any) (sgam.Episode, error) {
@@ -185,9 +195,6 @@ func (s *db) Candidate(ctx context.Context, tenant, id string) (sgam.Candidate, 
 	return c, ok, mapErr(err)
 }
 
-// aroundColumns are episodeColumns of the alias x.
-const aroundColumns = `x.tenant, x.episode_id, x.session, x.kind, x.content, x.occurred_at, x.recorded_at, x.metadata, coalesce(x.idempotency_key, ''), coalesce(x.retention, ''), x.subjects`
-
 // Around implements engine.Reader: one statement of two index seeks per
 // id (the n before it in its session, the n after), each as deep as n.
 func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, knownAt int64) (map[string]sgam.Window, error) {
@@ -207,7 +214,7 @@ func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, kno
 			fmt.Fprintf(&q, `SELECT * FROM (SELECT ?%d, %d, %s FROM episodes t JOIN episodes x
 				ON x.tenant = t.tenant AND x.session = t.session AND (x.occurred_at, x.episode_id) %s (t.occurred_at, t.episode_id)
 				WHERE t.tenant = ?1 AND t.episode_id = ?%d AND t.session <> '' AND x.recorded_at <= ?3
-				ORDER BY x.occurred_at %s, x.episode_id %s LIMIT ?2)`, p, side, aroundColumns, cmp, p, dir, dir)
+				ORDER BY x.occurred_at %s, x.episode_id %s LIMIT ?2)`, p, side, episodeColumnsOf("x"), cmp, p, dir, dir)
 		}
 	}
 	rows, err := s.query(ctx, q.String(), args...)

@@ -152,8 +152,7 @@ type termCountCache struct {
 // search ranks the best depth rows of the index and returns the first
 // limit of them recorded by knownAt, and how many rows were ranked.
 func (s *db) search(ctx context.Context, tenant, match string, lo, hi, knownAt int64, limit, depth int) (out []sgam.EpisodeHit, ranked int, err error) {
-	rows, err := s.query(ctx, `SELECT e.tenant, e.episode_id, e.session, e.kind, e.content, e.occurred_at, e.recorded_at, e.metadata,
-			coalesce(e.idempotency_key, ''), coalesce(e.retention, ''), e.subjects, -m.rank, e.recorded_at <= ?3
+	rows, err := s.query(ctx, `SELECT `+episodeColumnsOf("e")+`, -m.rank, e.recorded_at <= ?3
 		FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ?2 AND rowid > ?5 AND rowid < ?6 ORDER BY rank LIMIT ?4) m
 		JOIN search_docs d ON d.doc = m.rowid
 		JOIN episodes e ON e.tenant = d.tenant AND e.episode_id = d.episode_id
