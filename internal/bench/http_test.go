@@ -67,7 +67,13 @@ func TestRunHTTP(t *testing.T) {
 		if p.Errors != 0 {
 			t.Errorf("%s: %d errors of %d requests, first: %s", p.Name, p.Errors, p.Requests, p.FirstError)
 		}
-		if p.Requests < 10 || p.PerS <= 0 || p.Elapsed < 700*time.Millisecond {
+		// Recall runs SQLite's FTS5 and the tokenizer: under -race (as CI
+		// runs the tests) a request takes ~200 ms, so few finish in 700 ms.
+		least := 10
+		if p.Name == bench.PhaseRecall {
+			least = 2
+		}
+		if p.Requests < least || p.PerS <= 0 || p.Elapsed < 700*time.Millisecond {
 			t.Errorf("%s: %d requests, %.0f/s in %v", p.Name, p.Requests, p.PerS, p.Elapsed)
 		}
 		if !(0 < p.P50 && p.P50 <= p.P90 && p.P90 <= p.P99 && p.P99 <= p.Max && p.Max < 10*time.Second) {
