@@ -17,9 +17,9 @@ import (
 func (a *app) evalCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "eval",
-		Short: "Evaluate memory on fixed data: retrieval on LoCoMo",
+		Short: "Evaluate memory on fixed data: replayed scenarios, scored stage by stage, and retrieval on LoCoMo",
 	}
-	c.AddCommand(a.evalLocomoCommand())
+	c.AddCommand(a.evalRunCommand(), a.evalCheckCommand(), a.evalLocomoCommand())
 	return c
 }
 

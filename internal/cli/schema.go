@@ -84,7 +84,11 @@ func (a *app) schemaProblems(path string, err error) error {
 		return err
 	}
 	for _, p := range pe.Problems {
-		fmt.Fprintf(a.stderr, "%s:%d: %s: %s\n", path, p.Line, p.Path, p.Message)
+		if p.Path == "" {
+			fmt.Fprintf(a.stderr, "%s:%d: %s\n", path, p.Line, p.Message)
+		} else {
+			fmt.Fprintf(a.stderr, "%s:%d: %s: %s\n", path, p.Line, p.Path, p.Message)
+		}
 	}
 	return sgam.Errorf(sgam.Invalid, "FILE", "%s has %d problem(s)", path, len(pe.Problems))
 }
