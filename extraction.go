@@ -79,7 +79,7 @@ type Accepted struct {
 	Evidence  string          `json:"evidence"`
 	Subject   string          `json:"subject"`
 	Attribute string          `json:"attribute"`
-	Change    string          `json:"change"`          // new, update or retract, as the model said
+	Change    string          `json:"change"`          // new, update, retract, or no_change for a corroboration, as the model said
 	Value     json.RawMessage `json:"value,omitempty"` // canonical JSON; none for a retraction
 	ValidFrom time.Time       `json:"valid_from"`
 	// Outcome is written, unchanged (an idempotent repeat: the row gained

@@ -61,6 +61,14 @@ func CassettePath(scenarioPath string) string {
 // IsCassette reports whether a file name is a cassette's.
 func IsCassette(name string) bool { return strings.HasSuffix(name, ".cassette.yaml") }
 
+// IsScenario reports whether a YAML file of a directory is a scenario:
+// not a cassette (NAME.cassette.yaml) and not a schema file that a
+// scenario names (NAME.schema.yaml).
+func IsScenario(name string) bool {
+	return (strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) &&
+		!IsCassette(name) && !strings.HasSuffix(name, ".schema.yaml")
+}
+
 // LoadCassette reads a cassette file.
 func LoadCassette(path string) (*Cassette, error) {
 	data, err := os.ReadFile(path)

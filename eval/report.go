@@ -87,20 +87,28 @@ func (s *Summary) Write(w io.Writer) error {
 			fmt.Fprintf(w, "  and %d more (--json lists them all)\n", len(r.Findings)-50)
 		}
 	}
+	// A scenario's thresholds are listed when one fails; the run's own
+	// (--min, --max) always.
+	held, total := 0, 0
 	var bounds []string
 	for _, r := range s.Scenarios {
 		for _, b := range r.Bounds {
-			bounds = append(bounds, r.Name+": "+b.String())
+			total++
+			if b.OK {
+				held++
+			} else {
+				bounds = append(bounds, r.Name+": "+b.String())
+			}
 		}
 	}
 	for _, b := range s.Bounds {
 		bounds = append(bounds, "run: "+b.String())
 	}
-	if len(bounds) > 0 {
-		fmt.Fprintln(w, "\nthresholds:")
-		for _, b := range bounds {
-			fmt.Fprintln(w, "  "+b)
-		}
+	if total > 0 {
+		fmt.Fprintf(w, "\nthresholds of the scenarios: %d of %d hold\n", held, total)
+	}
+	for _, b := range bounds {
+		fmt.Fprintln(w, "  "+b)
 	}
 	return nil
 }

@@ -367,8 +367,11 @@ type proposal struct {
 }
 
 func (p proposal) String() string {
-	if p.change == "retract" {
+	if p.change == "retract" && p.value == "" {
 		return fmt.Sprintf("retract %s.%s", p.subject, p.attribute)
+	}
+	if p.change == "retract" {
+		return fmt.Sprintf("retract %s.%s member %s", p.subject, p.attribute, p.value)
 	}
 	return fmt.Sprintf("%s.%s = %s", p.subject, p.attribute, p.value)
 }
@@ -383,8 +386,8 @@ func proposals(rec sgam.Extraction) []proposal {
 	var all []indexed
 	for _, a := range rec.Accepted {
 		p := proposal{subject: a.Subject, attribute: a.Attribute, change: a.Change, validFrom: a.ValidFrom}
-		if a.Change != "retract" {
-			p.value = valueText(a.Value)
+		if len(a.Value) > 0 {
+			p.value = valueText(a.Value) // a retraction from a set names its member
 		}
 		all = append(all, indexed{a.Index, p})
 	}
@@ -456,7 +459,7 @@ func (r *runner) score(episode string, occurred time.Time, props []proposal, gol
 			if used[i] || g.Subject != p.subject || g.Attribute != p.attribute || (g.Change == "retract") != (p.change == "retract") {
 				continue
 			}
-			if g.Change != "retract" && !sameValue(p.value, g.Value) {
+			if (g.Change != "retract" || !isNull(g.Value)) && !sameValue(p.value, g.Value) {
 				continue
 			}
 			if g.ValidFrom != nil {
@@ -803,8 +806,10 @@ func (r *runner) leaks(ctx context.Context, a *Ask, out *recall.Context) {
 			}
 		}
 	}
+	// The block restates the question: what it says is the asker's own.
+	rendered := strings.ReplaceAll(out.Rendered, strings.Join(strings.Fields(a.Question), " "), "")
 	for _, text := range a.Expect.Absent {
-		if strings.Contains(out.Rendered, text) {
+		if strings.Contains(rendered, text) {
 			leak("the context says %q", text)
 		}
 	}

@@ -3,6 +3,7 @@ package extract_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -281,4 +282,49 @@ func requireCode(t *testing.T, err error, code sgam.Code) {
 	t.Helper()
 	require.Error(t, err)
 	require.Equal(t, code, sgam.ErrorCode(err), err.Error())
+}
+
+// TestNoChangeCorroborates: a no_change that holds the stored value makes
+// its episode one more source of the row, so that forgetting the first
+// source keeps the fact; a no_change of another value writes nothing.
+func TestNoChangeCorroborates(t *testing.T) {
+	first, again, other := "Mira: my passport deadline is June 30.", "Mira (form): passport deadline June 30.", "Mira (form): passport deadline July 1."
+	e := newEnv(t, llm.JSONSchema, llmtest.ByEpisode(map[string]llmtest.Reply{
+		first: {Updates: []llmtest.Update{{Evidence: "deadline is June 30", Subject: "mira", Attribute: "passport_deadline", Change: "new", Value: llmtest.S("2026-06-30")}}},
+		again: {Updates: []llmtest.Update{{Evidence: "passport deadline June 30", Subject: "mira", Attribute: "passport_deadline",
+			CurrentValue: llmtest.S("2026-06-30"), Change: "no_change", Value: llmtest.S("2026-06-30")}}},
+		other: {Updates: []llmtest.Update{{Evidence: "passport deadline July 1", Subject: "mira", Attribute: "passport_deadline",
+			CurrentValue: llmtest.S("2026-06-30"), Change: "no_change", Value: llmtest.S("2026-07-01")}}},
+	}))
+	_, err := e.store.ApplyDefaultSchema(e.ctx, []byte(passportSchema), false)
+	require.NoError(t, err)
+	key := sgam.Key{Tenant: "demo", Subject: "mira", Attribute: "passport_deadline"}
+	for i, content := range []string{first, again, other} {
+		e.clock.Set(e.at("2026-06-01T09:00:00Z").Add(time.Duration(i) * time.Hour))
+		id := fmt.Sprintf("e%d", i+1)
+		_, err := e.store.AddEpisode(e.ctx, sgam.Episode{Tenant: "demo", ID: id, Content: content, OccurredAt: e.clock.Now(), Subjects: []string{"mira"}})
+		require.NoError(t, err)
+		res, err := e.x.Extract(e.ctx, "demo", id, extract.Options{})
+		require.NoError(t, err)
+		switch id {
+		case "e2":
+			require.Len(t, res.Record.Accepted, 1)
+			require.Equal(t, sgam.OutcomeUnchanged, res.Record.Accepted[0].Outcome)
+			require.Equal(t, "no_change", res.Record.Accepted[0].Change)
+		case "e3":
+			require.Empty(t, res.Record.Accepted)
+			require.Equal(t, 1, res.Record.Unchanged)
+		}
+	}
+	hist, err := e.store.History(e.ctx, key)
+	require.NoError(t, err)
+	require.Len(t, hist, 1, "one row, no split")
+	require.Equal(t, []string{"e1", "e2"}, hist[0].Sources)
+
+	_, err = e.store.Forget(e.ctx, sgam.ForgetRequest{Tenant: "demo", Episode: "e1"})
+	require.NoError(t, err)
+	f, err := e.store.Get(e.ctx, key, sgam.At{})
+	require.NoError(t, err)
+	require.NotNil(t, f, "the fact another episode supports survives")
+	require.Equal(t, []string{"e2"}, f.Sources)
 }

@@ -21,7 +21,7 @@ type Outcome struct {
 	Writes    []sgam.CandidateWrite
 	Rejected  []sgam.Rejection
 	Warnings  []string
-	Unchanged int // no_change updates, dropped
+	Unchanged int // no_change updates dropped (those that corroborate a stored row are Writes)
 	// Proposed counts the updates in the answer.
 	Proposed int
 }
@@ -92,18 +92,51 @@ func reject(reason, field, format string, args ...any) *sgam.Rejection {
 	return &sgam.Rejection{Reason: reason, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// validate checks one update. It returns the write (nil for no_change), a
-// warning, or the rejection.
+// validate checks one update. It returns the write (nil for a no_change
+// that corroborates nothing), a warning, or the rejection.
 func validate(in Input, grounding string, i int, raw json.RawMessage) (*sgam.CandidateWrite, string, *sgam.Rejection) {
 	u, rej := decodeUpdate(raw)
 	if rej != nil {
 		return nil, "", rej
 	}
+	if u.Change == ChangeNone {
+		return corroboration(in, grounding, i, u), "", nil
+	}
+	return validateUpdate(in, grounding, i, u)
+}
+
+// corroboration is the write of a no_change update: when it holds, as a
+// valid update would, the value stored at the reference time, the episode
+// is one more source of that row, written as a repeat at the row's
+// valid_from (the ledger keeps the row and adds the source), so that
+// forgetting the first source keeps a fact another episode supports too.
+// Anything else is dropped, never rejected: the model said nothing
+// changes.
+func corroboration(in Input, grounding string, i int, u update) *sgam.CandidateWrite {
+	u.Change = ChangeUpdate
+	w, _, rej := validateUpdate(in, grounding, i, u)
+	if rej != nil || w == nil {
+		return nil
+	}
+	for _, s := range in.Subjects {
+		if s.ID != w.Subject {
+			continue
+		}
+		for _, f := range s.Facts {
+			if f.Attribute == w.Attribute && !f.Tombstone && string(f.Value) == string(w.Value) {
+				w.Change, w.ValidFrom = ChangeNone, f.ValidFrom
+				return w
+			}
+		}
+	}
+	return nil
+}
+
+// validateUpdate checks a decoded update that is not a no_change.
+func validateUpdate(in Input, grounding string, i int, u update) (*sgam.CandidateWrite, string, *sgam.Rejection) {
 	change := u.Change
 	switch change {
 	case ChangeNew, ChangeUpdate, ChangeRetract:
-	case ChangeNone:
-		return nil, "", nil
 	default:
 		return nil, "", reject(sgam.RejectInvalidChange, "change", "%q is none of new, update, no_change, retract", clip(change, 40))
 	}

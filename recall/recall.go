@@ -450,7 +450,7 @@ func (g *gather) facts(subjects, attrs []string, past bool) (current, old []Fact
 		}
 		keys := map[sgam.Key]bool{}
 		for _, f := range state {
-			if len(attrs) > 0 && !slices.Contains(attrs, f.Attribute) {
+			if len(attrs) > 0 && !slices.Contains(attrs, g.declared(f.Attribute)) {
 				continue
 			}
 			current = append(current, Fact{Fact: f, Status: Current})
@@ -475,11 +475,32 @@ func (g *gather) facts(subjects, attrs []string, past bool) (current, old []Fact
 	}
 	// Matched attributes in the order of the match, then by subject.
 	if len(attrs) > 0 {
-		rank := func(f Fact) int { return slices.Index(attrs, f.Attribute) }
+		rank := func(f Fact) int { return slices.Index(attrs, g.declared(f.Attribute)) }
 		slices.SortStableFunc(current, func(a, b Fact) int { return rank(a) - rank(b) })
 		slices.SortStableFunc(old, func(a, b Fact) int { return rank(a) - rank(b) })
 	}
 	return current, old, nil
+}
+
+// declared is the attribute of the tenant's schema that a row's attribute
+// is now: itself, the attribute that has it as an alias, or the target of
+// a rename it is the old name of (whatever its dual-read window says: the
+// window is about reads of the old name, this about rows that have it). A row believed before a migration still
+// has the old name, and answers a question that names the new one.
+func (g *gather) declared(name string) string {
+	sc := g.sc.parsed
+	if sc == nil {
+		return name
+	}
+	if a, ok := sc.Attribute(name); ok {
+		return a.Name
+	}
+	for i := len(sc.Migrations) - 1; i >= 0; i-- {
+		if m := sc.Migrations[i]; m.Kind == schema.KindRename && m.From == name {
+			return m.To[0]
+		}
+	}
+	return name
 }
 
 // Bounds of the past values read: the keys whose histories are read per

@@ -232,3 +232,32 @@ func golden(t *testing.T, name, got string) {
 	require.NoError(t, err, "run go test ./recall -update to write %s", path)
 	require.Equal(t, string(want), got)
 }
+
+// TestBeliefBeforeARename: a question that names a renamed attribute,
+// read at a known_at before the migration, answers with the row of the
+// old name that was believed then.
+func TestBeliefBeforeARename(t *testing.T) {
+	w := newWorld(t)
+	_, err := w.store.ApplySchema(w.ctx, "shop", []byte("attributes:\n  tier: {memory: account, type: {enum: [basic, premium]}}\n"), false)
+	require.NoError(t, err)
+	w.say("shop", "m1", "2026-07-01T09:00:00Z", "2026-07-01T09:00:00Z", "cust-9 upgraded to premium.", "cust-9", "tier", `"premium"`)
+	w.clock.Set(ts(t, "2026-07-10T00:00:00Z"))
+	_, err = w.store.ApplySchema(w.ctx, "shop", []byte(`attributes:
+  plan: {memory: account, type: {enum: [basic, premium]}, aliases: [tier]}
+migrations:
+  - {name: tier-to-plan, rename: {from: tier, to: plan}, dual_read_until: 2026-08-01T00:00:00Z}
+`), false)
+	require.NoError(t, err)
+	_, err = w.store.Migrate(w.ctx, sgam.MigrateOptions{})
+	require.NoError(t, err)
+	w.clock.Set(ts(t, "2026-07-11T00:00:00Z"))
+
+	for _, q := range []string{"What plan is cust-9 on?", "What tier is cust-9 on?"} {
+		now := w.recall(recall.Query{Tenant: "shop", Question: q})
+		require.Equal(t, []string{`"premium"@m1`}, values(now, recall.Current), q)
+		require.Equal(t, "plan", now.Facts[0].Attribute)
+		before := w.recall(recall.Query{Tenant: "shop", Question: q, KnownAt: ts(t, "2026-07-09T00:00:00Z")})
+		require.Equal(t, []string{`"premium"@m1`}, values(before, recall.Current), q)
+		require.Equal(t, "tier", before.Facts[0].Attribute, "the row as it was believed")
+	}
+}

@@ -178,13 +178,13 @@ func (a *app) loadScenarios(args []string) ([]*eval.Scenario, error) {
 		for _, pat := range []string{"*.yaml", "*.yml"} {
 			m, _ := filepath.Glob(filepath.Join(arg, pat))
 			for _, p := range m {
-				if !eval.IsCassette(p) {
+				if eval.IsScenario(p) {
 					found = append(found, p)
 				}
 			}
 		}
 		if len(found) == 0 {
-			return nil, sgam.Errorf(sgam.Invalid, "SCENARIO", "%s holds no scenario (*.yaml)", arg)
+			return nil, sgam.Errorf(sgam.Invalid, "SCENARIO", "%s holds no scenario (*.yaml, but for *.cassette.yaml and *.schema.yaml)", arg)
 		}
 		slices.Sort(found)
 		paths = append(paths, found...)

@@ -35,7 +35,7 @@ func TestEvalRunThresholdsSetExitStatus(t *testing.T) {
 	r := sgamRun(t, "", "eval", "run", passport)
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "passport  replay  1.00 / 1.00 / 1.00")
-	require.Contains(t, r.stdout, "passport: stale ≤ 0: 0, ok")
+	require.Contains(t, r.stdout, "thresholds of the scenarios: 8 of 8 hold")
 
 	r = sgamRun(t, "", "eval", "run", passport, "--max", "stale=0", "--min", "extraction.f1=0.9")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -150,6 +151,28 @@ func runMigrate(t *testing.T, newStore Factory) {
 			require.Zero(t, r.Rows, r.Name)
 		}
 		require.Equal(t, dump, beliefs(t, b))
+	})
+
+	t.Run("RenameOfAnAlias", func(t *testing.T) {
+		// The new attribute lists the old name as an alias too (as a
+		// schema that keeps "tier" resolving for good does): during the
+		// window a read of the old name still sees the old rows, so a
+		// belief from before the migration answers. Found by sgam eval's
+		// migration scenario: the alias used to win and read plan only.
+		b := setup(t, newStore)
+		populateV1(t, b, []string{"mira"})
+		_, err := b.store.ApplyDefaultSchema(b.ctx, []byte(strings.Replace(schemaV2,
+			"plan: {memory: account, type: {enum: [free, pro]}}", "plan: {memory: account, type: {enum: [free, pro]}, aliases: [tier]}", 1)), false)
+		require.NoError(t, err)
+		b.tick("2026-03-03T00:00:00Z")
+		_, err = b.store.Migrate(b.ctx, sgam.MigrateOptions{})
+		require.NoError(t, err)
+		mira := func(attr string) sgam.Key { return key(tenantA, "mira", attr) }
+		require.Equal(t, "free", b.value(mira("tier"), "", ""))
+		require.Equal(t, "free", b.value(mira("tier"), "", before), "past belief: the old representation")
+		require.Equal(t, "pro", b.value(mira("tier"), "2026-01-05T00:00:00Z", before))
+		require.Nil(t, b.get(mira("plan"), "", before), "before the migration nobody had a plan")
+		b.requireClean()
 	})
 
 	t.Run("ResumeAfterInterruption", func(t *testing.T) {

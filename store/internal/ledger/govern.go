@@ -282,19 +282,27 @@ func NextSchema(owner string, cur Gov, file []byte) (next sgam.SchemaVersion, un
 	return next, false, nil
 }
 
-// ReadNames are the attribute names a read of name tries, in order: its
-// declared name (name may be an alias), or during a rename's dual-read
-// window the old name and then the new one, so that rows not yet migrated
-// and past beliefs still answer under the old name.
+// ReadNames are the attribute names a read of name tries, in order: a
+// declared name; during a rename's dual-read window the old name and then
+// the new one, so that rows not yet migrated and past beliefs still answer
+// under the old name; else the attribute that has name as an alias.
 func (g Gov) ReadNames(name string, now time.Time) []string {
 	if g.Schema == nil {
 		return []string{name}
 	}
-	if a, ok := g.Schema.Attribute(name); ok {
-		return []string{a.Name}
+	a, declared := g.Schema.Attribute(name)
+	if declared && a.Name == name {
+		return []string{name}
 	}
+	// The old name of a rename in its window reads both keys, even when
+	// the new attribute lists it as an alias too: the alias alone would
+	// read the new key only, and lose the beliefs from before the
+	// migration.
 	if to, ok := g.Schema.DualRead(name, now); ok {
 		return []string{name, to}
+	}
+	if declared {
+		return []string{a.Name}
 	}
 	return []string{name}
 }
