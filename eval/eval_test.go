@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/eval/locomo"
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/llm/llmtest"
 	"github.com/sgam-dev/sgam/recall"
@@ -155,7 +156,9 @@ func TestMetricsByHand(t *testing.T) {
 	require.Equal(t, 1, m.Stale)
 	require.Equal(t, 1, m.Leaks)
 	require.Equal(t, Count{Passed: 1, Ratio: ptr(1.0)}, m.Facts)
-	require.Equal(t, Count{Passed: 1, Ratio: ptr(1.0)}, m.Evidence)
+	require.Equal(t, Count{Passed: 1, Ratio: ptr(1.0)}, m.Evidence.Count)
+	require.Equal(t, 1, m.Evidence.Questions)
+	require.Equal(t, ptr(1.0), m.Evidence.Recall)
 
 	// Forget a2: the episode, its extraction records, its search hit.
 	require.Equal(t, Count{Passed: 3, Ratio: ptr(1.0)}, m.Forget)
@@ -365,4 +368,55 @@ func TestRecordReplay(t *testing.T) {
 		r.Mode, r.Elapsed, r.Metrics.Time = "", 0, nil
 	}
 	require.Equal(t, recorded, replayed)
+}
+
+// TestLoCoMoScenario runs a small LoCoMo file through the same report:
+// its turns captured, not extracted, its questions scored by evidence.
+func TestLoCoMoScenario(t *testing.T) {
+	convs, err := locomo.Parse(strings.NewReader(`[{"sample_id": "s1", "conversation": {
+  "speaker_a": "Ann", "speaker_b": "Bob",
+  "session_1_date_time": "1:56 pm on 8 May, 2023",
+  "session_1": [
+    {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a beagle puppy called Rex last week."},
+    {"speaker": "Bob", "dia_id": "D1:2", "text": "I am training for the Berlin marathon in September."},
+    {"speaker": "Ann", "dia_id": "D1:3", "text": "Good luck with the training!"}]},
+ "qa": [
+  {"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 4},
+  {"question": "Which marathon is Bob training for?", "answer": "Berlin", "evidence": ["D1:2", "D1:9"], "category": 4},
+  {"question": "adversarial", "adversarial_answer": "no", "evidence": ["D1:3"], "category": 5}]}]`))
+	require.NoError(t, err)
+	sc := FromLoCoMo("mini.json", convs)
+	rep, err := Run(context.Background(), sc, Options{})
+	require.NoError(t, err)
+	require.Equal(t, NoLLM, rep.Mode)
+	m := rep.Metrics
+	require.Zero(t, m.Extracted)
+	require.Zero(t, m.Leaks)
+	// Category 5 is left out; D1:9 names no turn, so Bob's question finds
+	// one of its two: (1 + 1/2) / 2.
+	require.Equal(t, 2, m.Evidence.Questions)
+	require.Equal(t, Count{Passed: 2, Failed: 1, Ratio: ptr(2.0 / 3)}, m.Evidence.Count)
+	require.InDelta(t, 0.75, *m.Evidence.Recall, 1e-9)
+}
+
+// BenchmarkShippedScenarios replays every shipped scenario once per
+// iteration (the performance target: all of them under 10 s).
+func BenchmarkShippedScenarios(b *testing.B) {
+	paths, err := filepath.Glob("scenarios/*.yaml")
+	require.NoError(b, err)
+	paths = slices.DeleteFunc(paths, func(p string) bool { return !IsScenario(p) })
+	var scs []*Scenario
+	for _, p := range paths {
+		sc, err := Load(p)
+		require.NoError(b, err)
+		scs = append(scs, sc)
+	}
+	for b.Loop() {
+		for _, sc := range scs {
+			if _, err := Run(context.Background(), sc, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(scs)), "scenarios")
 }

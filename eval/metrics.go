@@ -45,9 +45,11 @@ type Metrics struct {
 	// Must be 0.
 	Leaks int `json:"leaks"`
 	// Facts counts the facts questions expect in recall's context;
-	// Evidence the episodes they expect cited among the first k.
-	Facts    Count `json:"facts"`
-	Evidence Count `json:"evidence"`
+	// Evidence the episodes they expect cited among the first k, and its
+	// Recall is the mean over the questions of the fraction cited (as
+	// LoCoMo's recall@k is), not the ratio of the episode counts.
+	Facts    Count         `json:"facts"`
+	Evidence EvidenceCount `json:"evidence"`
 	// Forget counts the checks of forget steps: what must be gone is.
 	Forget Count `json:"forget"`
 	// Episodes extracted, the model calls they took (retries included;
@@ -67,6 +69,21 @@ type Count struct {
 	Passed int      `json:"passed"`
 	Failed int      `json:"failed"`
 	Ratio  *float64 `json:"ratio"` // passed / (passed+failed); null with none
+}
+
+// EvidenceCount counts the expected evidence episodes cited and missed,
+// and the questions that expect some.
+type EvidenceCount struct {
+	Count
+	Questions int      `json:"questions"`
+	sum       float64  // of each question's fraction cited
+	Recall    *float64 `json:"recall"`
+}
+
+// question adds a question that expects want episodes, found of them cited.
+func (e *EvidenceCount) question(found, want int) {
+	e.Questions++
+	e.sum += float64(found) / float64(want)
 }
 
 func (c *Count) add(ok bool) {
@@ -107,7 +124,9 @@ func (m *Metrics) Add(o *Metrics) {
 	m.PointInTime.sum(o.PointInTime)
 	m.Leaks += o.Leaks
 	m.Facts.sum(o.Facts)
-	m.Evidence.sum(o.Evidence)
+	m.Evidence.Count.sum(o.Evidence.Count)
+	m.Evidence.Questions += o.Evidence.Questions
+	m.Evidence.sum += o.Evidence.sum
 	m.Forget.sum(o.Forget)
 	m.Extracted += o.Extracted
 	m.Calls += o.Calls
@@ -129,8 +148,12 @@ func (m *Metrics) Finish() {
 		}
 		x.F1 = &f
 	}
-	for _, c := range []*Count{&m.Checkpoints, &m.PointInTime, &m.Facts, &m.Evidence, &m.Forget} {
+	for _, c := range []*Count{&m.Checkpoints, &m.PointInTime, &m.Facts, &m.Evidence.Count, &m.Forget} {
 		c.finish()
+	}
+	if m.Evidence.Questions > 0 {
+		r := m.Evidence.sum / float64(m.Evidence.Questions)
+		m.Evidence.Recall = &r
 	}
 }
 
@@ -177,7 +200,7 @@ func (m *Metrics) Values() map[string]float64 {
 	v["leaks"] = float64(m.Leaks)
 	put("facts.recall", m.Facts.Ratio)
 	v["facts.failed"] = float64(m.Facts.Failed)
-	put("evidence.recall", m.Evidence.Ratio)
+	put("evidence.recall", m.Evidence.Recall)
 	v["evidence.failed"] = float64(m.Evidence.Failed)
 	v["forget.failed"] = float64(m.Forget.Failed)
 	if m.Extracted > 0 {

@@ -49,13 +49,13 @@ func (s *Summary) OK() bool {
 // and their total, then what went wrong, then the thresholds.
 func (s *Summary) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tmode\textraction P / R / F1\trejected\twrite errors\tcheckpoints\tstale\tpoint-in-time\tleaks\tfacts\tevidence\tforget\tcalls/ep\ttokens/ep\ttime\t")
+	fmt.Fprintln(tw, "scenario\tmode\textraction P / R / F1\trejected\twrite errors\tcheckpoints\tstale\tpoint-in-time\tleaks\tfacts\tevidence recall\tforget\tcalls/ep\ttokens/ep\ttime")
 	row := func(name, mode string, m *Metrics, elapsed time.Duration) {
 		v := m.Values()
 		x := m.Extraction
 		fmt.Fprintf(tw, "%s\t%s\t%s / %s / %s\t%d\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", name, mode,
 			ratioText(x.Precision), ratioText(x.Recall), ratioText(x.F1), int(v["rejected"]), m.WriteErrors,
-			countText(m.Checkpoints), m.Stale, countText(m.PointInTime), m.Leaks, countText(m.Facts), countText(m.Evidence),
+			countText(m.Checkpoints), m.Stale, countText(m.PointInTime), m.Leaks, countText(m.Facts), evidenceText(m.Evidence),
 			countText(m.Forget), perEpisode(v, "calls_per_episode", "%.1f"), perEpisode(v, "tokens_per_episode", "%.0f"), elapsed.Round(time.Millisecond))
 	}
 	for _, r := range s.Scenarios {
@@ -127,6 +127,13 @@ func countText(c Count) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d/%d", c.Passed, c.Passed+c.Failed)
+}
+
+func evidenceText(e EvidenceCount) string {
+	if e.Questions == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f (%d/%d)", *e.Recall, e.Passed, e.Passed+e.Failed)
 }
 
 func perEpisode(v map[string]float64, name, format string) string {

@@ -675,6 +675,9 @@ func (r *runner) ask(ctx context.Context, a *Ask) error {
 	if err != nil {
 		r.m.Facts.Failed += len(a.Expect.Facts)
 		r.m.Evidence.Failed += len(a.Expect.Evidence)
+		if len(a.Expect.Evidence) > 0 {
+			r.m.Evidence.question(0, len(a.Expect.Evidence))
+		}
 		r.find(StageRecall, "%q: recall failed: %v", a.Question, err)
 		return nil
 	}
@@ -756,12 +759,18 @@ func (r *runner) ask(ctx context.Context, a *Ask) error {
 			cited = append(cited, e.EpisodeID)
 		}
 	}
+	found := 0
 	for _, id := range a.Expect.Evidence {
 		ok := slices.Contains(cited, id)
-		if !ok {
+		if ok {
+			found++
+		} else {
 			r.find(StageRecall, "%s: did not cite episode %s among the first %d (cited %s)", question, id, k, listText(cited))
 		}
 		r.m.Evidence.add(ok)
+	}
+	if len(a.Expect.Evidence) > 0 {
+		r.m.Evidence.question(found, len(a.Expect.Evidence))
 	}
 
 	r.leaks(ctx, a, out)
@@ -799,15 +808,17 @@ func (r *runner) leaks(ctx context.Context, a *Ask, out *recall.Context) {
 			leak("cites episode %s, which is not the tenant's", e.EpisodeID)
 			continue
 		}
+		// A snippet is cut from the content with its spaces collapsed.
+		content := oneLine(ep.Content)
 		for _, part := range strings.Split(e.Snippet, "…") {
-			if part = strings.TrimSpace(part); part != "" && !strings.Contains(ep.Content, part) {
+			if part = oneLine(part); part != "" && !strings.Contains(content, part) {
 				leak("cites episode %s with a snippet that is not its content: %q", e.EpisodeID, part)
 				break
 			}
 		}
 	}
 	// The block restates the question: what it says is the asker's own.
-	rendered := strings.ReplaceAll(out.Rendered, strings.Join(strings.Fields(a.Question), " "), "")
+	rendered := strings.ReplaceAll(out.Rendered, oneLine(a.Question), "")
 	for _, text := range a.Expect.Absent {
 		if strings.Contains(rendered, text) {
 			leak("the context says %q", text)
@@ -877,6 +888,8 @@ func (r *runner) forget(ctx context.Context, f *Forget) error {
 	}
 	return nil
 }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func clip(s string, n int) string {
 	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
