@@ -277,6 +277,7 @@ steps:
   - check: {}
 `, []string{"line 9: tenants.acme.schema.attributes.plan.type:"}},
 		{"yaml", "name: broken\nsteps:\n  - [unclosed\n", []string{"line 3: not valid YAML"}},
+		{"deep", "name: broken\nsteps: " + strings.Repeat("[", 5000) + "\n", []string{"line 2: nesting is deeper than"}},
 		{"threshold", `name: broken
 start: 2026-06-01
 tenants: {acme: {}}
@@ -419,4 +420,32 @@ func BenchmarkShippedScenarios(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(scs)), "scenarios")
+}
+
+// FuzzParse: any file is a scenario or a list of problems, never a panic,
+// and every problem has a message.
+func FuzzParse(f *testing.F) {
+	paths, _ := filepath.Glob("scenarios/*.yaml")
+	for _, p := range paths {
+		if data, err := os.ReadFile(p); err == nil && IsScenario(p) {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(tiny))
+	f.Add([]byte("name: x\nsteps: [{ask: {question: [}}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var pe *ParseError
+			require.ErrorAs(t, err, &pe)
+			for _, p := range pe.Problems {
+				require.NotEmpty(t, p.Message)
+			}
+			return
+		}
+		require.NotEmpty(t, sc.Steps)
+		for _, st := range sc.Steps {
+			require.NotEmpty(t, st.Kind)
+		}
+	})
 }

@@ -79,7 +79,7 @@ func (r *Report) OK() bool {
 type Finding struct {
 	Step    int    `json:"step"` // 0-based index in steps
 	Line    int    `json:"line"`
-	Stage   string `json:"stage"` // extraction, write, check, recall, leak, stale, forget
+	Stage   string `json:"stage"` // extract, write, check, recall, stale, leak, forget
 	Message string `json:"message"`
 }
 

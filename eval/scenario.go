@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -27,7 +26,6 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	yamlparser "github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -55,8 +53,8 @@ type Scenario struct {
 	Thresholds  Thresholds             `json:"thresholds"`
 	Steps       []*Step                `json:"steps"`
 
-	// Path is the file it was read from; Dir its directory (schema files
-	// are read relative to it).
+	// Path is the file it was read from (schema files are read relative
+	// to it).
 	Path string `json:"-"`
 	tick time.Duration
 }
@@ -334,7 +332,11 @@ func (p *reader) parse(data []byte) *Scenario {
 		p.add("", "the file is not valid UTF-8")
 		return nil
 	}
-	file, err := yamlparser.ParseBytes(data, 0)
+	if pr := schema.DepthProblem(data); pr != nil {
+		p.problems = append(p.problems, *pr)
+		return nil
+	}
+	file, err := parseYAML(data)
 	if err != nil {
 		p.yamlError(err)
 		return nil
@@ -347,7 +349,7 @@ func (p *reader) parse(data []byte) *Scenario {
 		return nil
 	}
 	var raw any
-	if err := yaml.UnmarshalWithOptions(data, &raw, yaml.UseJSONUnmarshaler()); err != nil {
+	if err := decodeYAML(data, &raw); err != nil {
 		p.yamlError(err)
 		return nil
 	}
@@ -379,19 +381,27 @@ func (p *reader) parse(data []byte) *Scenario {
 	return s
 }
 
-func (p *reader) yamlError(err error) {
-	line, msg := 0, err.Error()
-	var ye interface {
-		GetToken() *token.Token
-		GetMessage() string
-	}
-	if errors.As(err, &ye) {
-		msg = ye.GetMessage()
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-			line = tk.Position.Line
+func (p *reader) yamlError(err error) { p.problems = append(p.problems, schema.YAMLProblem(err)) }
+
+// parseYAML parses data; a panic of the YAML library, outside code run on
+// outside input, is a problem with the file, not a crash.
+func parseYAML(data []byte) (file *ast.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML parser failed: %v", r)
 		}
-	}
-	p.problems = append(p.problems, schema.Problem{Line: line, Message: "not valid YAML: " + msg})
+	}()
+	return yamlparser.ParseBytes(data, 0)
+}
+
+// decodeYAML decodes data into v, as parseYAML parses it.
+func decodeYAML(data []byte, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML decoder failed: %v", r)
+		}
+	}()
+	return yaml.Unmarshal(data, v)
 }
 
 // walk records the line of every path of the tree, and refuses what a
@@ -500,8 +510,6 @@ func (p *reader) schemaErrors(ve *jsonschema.ValidationError) {
 }
 
 var (
-	slug    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
-	tickRE  = regexp.MustCompile(`^[0-9]+(ms|s|m|h)$`)
 	reasons = []string{sgam.RejectUngrounded, sgam.RejectUnknownAttribute, sgam.RejectInvalidValue, sgam.RejectInvalidSubject,
 		sgam.RejectInvalidTime, sgam.RejectInvalidChange, sgam.RejectUnexpectedField, sgam.RejectMalformed, sgam.RejectConflict}
 )

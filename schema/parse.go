@@ -234,18 +234,7 @@ func (p *reader) yaml(data []byte) (root *node) {
 		file, err = yamlparser.Parse(tokens, 0, yamlparser.AllowDuplicateMapKey())
 	}()
 	if err != nil {
-		line, msg := 0, err.Error()
-		var ye interface {
-			GetToken() *token.Token
-			GetMessage() string
-		}
-		if errors.As(err, &ye) {
-			msg = ye.GetMessage()
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				line = tk.Position.Line
-			}
-		}
-		p.add(line, "", "not valid YAML: %s", msg)
+		p.problems = append(p.problems, YAMLProblem(err))
 		return nil
 	}
 	var docs []*ast.DocumentNode
@@ -270,6 +259,19 @@ func (p *reader) yaml(data []byte) (root *node) {
 // not. The YAML parser recurses once a level and is slow on deep input, so
 // depth is checked on the tokens first.
 func (p *reader) shallow(tokens token.Tokens) bool {
+	if pr := depthProblem(tokens); pr != nil {
+		p.problems = append(p.problems, *pr)
+		return false
+	}
+	return true
+}
+
+// DepthProblem is the problem of a YAML file that nests deeper than
+// MaxDepth levels, or nil: to check before a YAML parser, whose time grows
+// with the square of the depth, sees the file.
+func DepthProblem(data []byte) *Problem { return depthProblem(lexer.Tokenize(string(data))) }
+
+func depthProblem(tokens token.Tokens) *Problem {
 	depth := 0
 	prevLine := 0
 	for _, tk := range tokens {
@@ -282,8 +284,7 @@ func (p *reader) shallow(tokens token.Tokens) bool {
 		case token.SequenceStartType, token.MappingStartType:
 			depth++
 			if depth > MaxDepth {
-				p.add(tk.Position.Line, "", "nesting is deeper than %d levels", MaxDepth)
-				return false
+				return &Problem{Line: tk.Position.Line, Message: fmt.Sprintf("nesting is deeper than %d levels", MaxDepth)}
 			}
 			continue
 		case token.SequenceEndType, token.MappingEndType:
@@ -294,11 +295,28 @@ func (p *reader) shallow(tokens token.Tokens) bool {
 		}
 		if depth == 0 && tk.Position.Column > maxIndentColumn &&
 			(firstOnLine || tk.Type == token.SequenceEntryType || tk.Type == token.MappingKeyType) {
-			p.add(tk.Position.Line, "", "nesting is deeper than %d levels (indented past column %d)", MaxDepth, maxIndentColumn)
-			return false
+			return &Problem{Line: tk.Position.Line, Message: fmt.Sprintf("nesting is deeper than %d levels (indented past column %d)", MaxDepth, maxIndentColumn)}
 		}
 	}
-	return true
+	return nil
+}
+
+// YAMLProblem is the problem a YAML parser's error describes, at its line
+// when the error has one: for every YAML file sgam reads (schemas, eval
+// scenarios).
+func YAMLProblem(err error) Problem {
+	line, msg := 0, err.Error()
+	var ye interface {
+		GetToken() *token.Token
+		GetMessage() string
+	}
+	if errors.As(err, &ye) {
+		msg = ye.GetMessage()
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			line = tk.Position.Line
+		}
+	}
+	return Problem{Line: line, Message: "not valid YAML: " + msg}
 }
 
 func lineOf(n ast.Node) int {
