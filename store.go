@@ -138,6 +138,9 @@ type Schemas interface {
 	// force before; a file equal to it stores nothing. dryRun only returns
 	// what would be stored.
 	ApplySchema(ctx context.Context, tenant string, file []byte, dryRun bool) (SchemaVersion, error)
+	// SchemaHistory lists the versions that served tenant, oldest first:
+	// the default's up to its first version of its own, then its own.
+	SchemaHistory(ctx context.Context, tenant string) ([]SchemaVersion, error)
 	// Relation reports whether tenant's schema declares attribute a
 	// relation (type ref); governed is false when no schema serves the
 	// tenant, and any attribute whose values are subject ids may be

@@ -97,6 +97,22 @@ func runTenantSchemas(t *testing.T, newStore Factory) {
 	got, err := b.store.DefaultSchema(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Version)
+	// History: the default's version that served acme, then its own; a
+	// tenant without one, the default's.
+	for tenant, want := range map[string][]string{tenantA: {"default 1", tenantA + " 2"}, tenantC: {"default 1"}} {
+		hist, err := b.store.SchemaHistory(b.ctx, tenant)
+		require.NoError(t, err)
+		var versions []string
+		for _, v := range hist {
+			owner := v.Tenant
+			if v.StoreDefault {
+				owner = "default"
+			}
+			versions = append(versions, fmt.Sprintf("%s %d", owner, v.Version))
+			require.NotEmpty(t, v.Body)
+		}
+		require.Equal(t, want, versions, tenant)
+	}
 	_, err = b.store.ApplySchema(b.ctx, "", []byte(acmeSchema), false)
 	requireCode(t, err, sgam.Invalid, "tenant")
 

@@ -170,6 +170,38 @@ func (s *Store) Schema(ctx context.Context, tenant string) (v sgam.SchemaVersion
 	return s.schemaOf(ctx, tenant)
 }
 
+// SchemaHistory implements sgam.Schemas.
+func (s *Store) SchemaHistory(ctx context.Context, tenant string) (vs []sgam.SchemaVersion, err error) {
+	defer s.track("SchemaHistory", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	defaults, err := s.d.SchemaVersions(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	own, err := s.d.SchemaVersions(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	return historyOf(defaults, own), nil
+}
+
+// historyOf is a tenant's schema history: the default's versions that
+// served it, then its own, which follow them.
+func historyOf(defaults, own []sgam.SchemaVersion) []sgam.SchemaVersion {
+	if len(own) == 0 {
+		return defaults
+	}
+	var out []sgam.SchemaVersion
+	for _, v := range defaults {
+		if v.Version < own[0].Version {
+			out = append(out, v)
+		}
+	}
+	return append(out, own...)
+}
+
 // DefaultSchema implements sgam.Admin.
 func (s *Store) DefaultSchema(ctx context.Context) (v sgam.SchemaVersion, err error) {
 	defer s.track("DefaultSchema", s.start(), &err)
@@ -319,15 +351,7 @@ func (s *Store) schemaGroups(ctx context.Context) ([]schemaGroup, error) {
 		if len(own) == 0 {
 			continue
 		}
-		// The tenant's history: the default's versions that served it, then
-		// its own, which follow them.
-		var history []sgam.SchemaVersion
-		for _, v := range defaults {
-			if v.Version < own[0].Version {
-				history = append(history, v)
-			}
-		}
-		history = append(history, own...)
+		history := historyOf(defaults, own)
 		last := own[len(own)-1]
 		g, err := s.gov(ctx, ledger.Head{Owner: t, Version: last.Version})
 		if err != nil {
