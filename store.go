@@ -165,6 +165,33 @@ type Lifecycle interface {
 	SubjectDigest(ctx context.Context, tenant, subject string) (string, error)
 }
 
+// Overview counts a tenant's memory, for the inspector's first page. Its
+// counts scan the tenant's rows: it is for people, not for a hot path.
+type Overview interface {
+	Stats(ctx context.Context, tenant string) (TenantStats, error)
+}
+
+// TenantStats are the counts of one tenant's memory.
+type TenantStats struct {
+	Subjects int `json:"subjects"` // subjects with a believed fact
+	Facts    int `json:"facts"`    // believed fact rows, tombstones and closed windows included
+	Episodes int `json:"episodes"`
+	// Pending counts the candidates held for review (review, sensitive);
+	// Signals the recurrence signals waiting to become facts.
+	Pending int `json:"pending"`
+	Signals int `json:"signals"`
+	// Extractions counts the extraction records by status (done,
+	// rejected, failed); Queued the episodes waiting in the queue.
+	Extractions map[string]int `json:"extractions"`
+	Queued      int            `json:"queued"`
+	// RecentSubjects are the subjects of the latest believed facts, at
+	// most MaxRecentSubjects, latest first.
+	RecentSubjects []string `json:"recent_subjects"`
+}
+
+// MaxRecentSubjects bounds TenantStats.RecentSubjects.
+const MaxRecentSubjects = 20
+
 // Admin is the operator's: store-wide operations over every tenant.
 type Admin interface {
 	// DefaultSchema returns the store-wide default schema (version 0: none).
@@ -221,6 +248,7 @@ type Store interface {
 	ExtractionQueue
 	Search
 	Embeddings
+	Overview
 	Admin
 	Close() error
 }

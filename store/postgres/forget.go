@@ -460,3 +460,39 @@ func (s *db) Compact(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Stats implements engine.Reader.
+func (s *db) Stats(ctx context.Context, tenant string) (sgam.TenantStats, error) {
+	var st sgam.TenantStats
+	err := s.read(ctx, tenant, "count", func(tx pgx.Tx) error {
+		st = sgam.TenantStats{Extractions: map[string]int{}, RecentSubjects: []string{}}
+		err := tx.QueryRow(ctx, `SELECT
+			(SELECT COUNT(DISTINCT subject) FROM facts WHERE tenant_id = $1 AND retracted_at IS NULL),
+			(SELECT COUNT(*) FROM facts WHERE tenant_id = $1 AND retracted_at IS NULL),
+			(SELECT COUNT(*) FROM episodes WHERE tenant_id = $1 AND kind <> 'unknown'),
+			(SELECT COUNT(*) FROM pending WHERE tenant_id = $1 AND reason <> 'recurrence'),
+			(SELECT COUNT(*) FROM pending WHERE tenant_id = $1 AND reason = 'recurrence'),
+			(SELECT COUNT(*) FROM extract_queue WHERE tenant_id = $1)`, tenant).
+			Scan(&st.Subjects, &st.Facts, &st.Episodes, &st.Pending, &st.Signals, &st.Queued)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT status, COUNT(*) FROM extractions WHERE tenant_id = $1 GROUP BY status`, tenant)
+		if err != nil {
+			return err
+		}
+		var status string
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error { st.Extractions[status] = n; return nil }); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT subject FROM facts WHERE tenant_id = $1 AND retracted_at IS NULL
+			GROUP BY subject ORDER BY MAX(recorded_at) DESC, subject LIMIT $2`, tenant, sgam.MaxRecentSubjects)
+		if err != nil {
+			return err
+		}
+		st.RecentSubjects, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return st, err
+}

@@ -342,6 +342,58 @@ func (s *db) Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error
 	return out, mapErr(rows.Err())
 }
 
+// Stats implements engine.Reader.
+func (s *db) Stats(ctx context.Context, tenant string) (sgam.TenantStats, error) {
+	st := sgam.TenantStats{Extractions: map[string]int{}, RecentSubjects: []string{}}
+	for _, c := range []struct {
+		query string
+		into  *int
+	}{
+		{`SELECT COUNT(DISTINCT subject) FROM facts WHERE tenant = ? AND retracted_at IS NULL`, &st.Subjects},
+		{`SELECT COUNT(*) FROM facts WHERE tenant = ? AND retracted_at IS NULL`, &st.Facts},
+		{`SELECT COUNT(*) FROM episodes WHERE tenant = ? AND kind <> 'unknown'`, &st.Episodes},
+		{`SELECT COUNT(*) FROM pending WHERE tenant = ? AND reason <> 'recurrence'`, &st.Pending},
+		{`SELECT COUNT(*) FROM pending WHERE tenant = ? AND reason = 'recurrence'`, &st.Signals},
+		{`SELECT COUNT(*) FROM extract_queue WHERE tenant = ?`, &st.Queued},
+	} {
+		if err := s.queryRow(ctx, c.query, tenant).Scan(c.into); err != nil {
+			return st, mapErr(fmt.Errorf("count: %w", err))
+		}
+	}
+	if err := s.collect(ctx, `SELECT status, COUNT(*) FROM extractions WHERE tenant = ? GROUP BY status`, []any{tenant}, func(sc scanner) error {
+		var status string
+		var n int
+		err := sc.Scan(&status, &n)
+		st.Extractions[status] = n
+		return err
+	}); err != nil {
+		return st, err
+	}
+	err := s.collect(ctx, `SELECT subject FROM facts WHERE tenant = ? AND retracted_at IS NULL GROUP BY subject ORDER BY MAX(recorded_at) DESC, subject LIMIT ?`,
+		[]any{tenant, sgam.MaxRecentSubjects}, func(sc scanner) error {
+			var subject string
+			err := sc.Scan(&subject)
+			st.RecentSubjects = append(st.RecentSubjects, subject)
+			return err
+		})
+	return st, err
+}
+
+// collect runs query and calls row for each row.
+func (s *db) collect(ctx context.Context, query string, args []any, row func(scanner) error) error {
+	rows, err := s.query(ctx, query, args...)
+	if err != nil {
+		return mapErr(fmt.Errorf("count: %w", err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return mapErr(fmt.Errorf("count: %w", err))
+		}
+	}
+	return mapErr(rows.Err())
+}
+
 // SchemaHead implements engine.Reader.
 func (s *db) SchemaHead(ctx context.Context, tenant string) (ledger.Head, error) {
 	h, err := scanHead(s.queryRow(ctx, headQuery, tenant), tenant)

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
 	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
 	t.Run("APIKeys", func(t *testing.T) { runKeys(t, newStore) })
+	t.Run("Stats", func(t *testing.T) { runStats(t, newStore) })
 	t.Run("Observer", func(t *testing.T) { runObserver(t, newStore) })
 }
 

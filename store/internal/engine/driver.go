@@ -68,6 +68,8 @@ type Reader interface {
 	Pending(ctx context.Context, q sgam.PendingQuery) ([]sgam.Candidate, error)
 	Candidate(ctx context.Context, tenant, id string) (c sgam.Candidate, found bool, err error)
 	Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error)
+	// Stats counts a tenant's rows (sgam.Overview).
+	Stats(ctx context.Context, tenant string) (sgam.TenantStats, error)
 
 	// Extractions returns the records of an episode, oldest first.
 	Extractions(ctx context.Context, tenant, episodeID string) ([]sgam.Extraction, error)

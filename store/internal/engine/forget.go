@@ -222,6 +222,15 @@ func (s *Store) Receipts(ctx context.Context, tenant string) (out []sgam.Receipt
 	return s.d.Receipts(ctx, tenant)
 }
 
+// Stats implements sgam.Overview.
+func (s *Store) Stats(ctx context.Context, tenant string) (st sgam.TenantStats, err error) {
+	defer s.track("Stats", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return st, err
+	}
+	return s.d.Stats(ctx, tenant)
+}
+
 // SubjectDigest implements sgam.Lifecycle.
 func (s *Store) SubjectDigest(ctx context.Context, tenant, subject string) (digest string, err error) {
 	defer s.track("SubjectDigest", s.start(), &err)
