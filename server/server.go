@@ -18,6 +18,7 @@ import (
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/inspector"
 	"github.com/sgam-dev/sgam/recall"
 )
 
@@ -106,6 +107,15 @@ func New(cfg Config) (*Server, error) {
 		limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: cfg.Metrics}
 	s.metrics.watch(cfg.Store)
 	s.register()
+	ui, err := inspector.New(inspector.Config{Store: cfg.Store, Recaller: cfg.Recaller, Dev: cfg.Dev, DevTenant: cfg.DevTenant,
+		Clock: cfg.Clock, Logger: cfg.Logger, Authenticate: func(ctx context.Context, token string) (inspector.Caller, error) {
+			c, err := s.authenticateToken(ctx, token)
+			return inspector.Caller{Tenant: c.tenant, Role: c.role, KeyID: c.keyID}, err
+		}})
+	if err != nil {
+		return nil, err
+	}
+	s.mux.Handle(inspector.Prefix, ui)
 	return s, nil
 }
 
@@ -174,12 +184,17 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 	if !strings.EqualFold(scheme, "Bearer") {
 		return caller{}, sgam.Errorf(sgam.Unauthenticated, "authorization", "send the API key as 'Authorization: Bearer sgam_...'")
 	}
+	return s.authenticateToken(r.Context(), token)
+}
+
+// authenticateToken checks an API key, through the key cache.
+func (s *Server) authenticateToken(ctx context.Context, token string) (caller, error) {
 	token = strings.TrimSpace(token)
 	now := time.Now()
 	k, ok := s.keys.get(token, now)
 	if !ok {
 		var err error
-		if k, err = apikey.Authenticate(r.Context(), s.cfg.Keys, token); err != nil {
+		if k, err = apikey.Authenticate(ctx, s.cfg.Keys, token); err != nil {
 			return caller{}, err
 		}
 		s.keys.put(token, k, now)

@@ -1,0 +1,345 @@
+// Package inspector is the web inspector of `sgam serve`, at /ui/: a
+// tenant's memory for people to look at. Pages are rendered on the server
+// (html/template, assets embedded, no script needed to read), behind the
+// API's keys: a sign-in page keeps the key in an HttpOnly, SameSite=Strict
+// cookie, every form that changes something carries a CSRF token, and
+// every page shows only the key's tenant, answering another tenant's ids
+// with the same 404 as the API.
+package inspector
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/recall"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// Prefix is where the inspector is served.
+const Prefix = "/ui/"
+
+// Caller is who a request acts as.
+type Caller struct {
+	Tenant string
+	Role   apikey.Role
+	// KeyID names the key, for the episodes the inspector captures (a
+	// confirmation); "dev" in dev mode.
+	KeyID string
+}
+
+// Config configures the inspector.
+type Config struct {
+	Store sgam.Store
+	// Authenticate checks an API key: the server's, with its key cache.
+	Authenticate func(ctx context.Context, token string) (Caller, error)
+	// Recaller answers the recall page.
+	Recaller *recall.Recaller
+	// Dev signs every request in as DevTenant with the admin role, no key
+	// asked, and says so on every page.
+	Dev       bool
+	DevTenant string
+	// Secret keys the CSRF tokens; default random (a restart invalidates
+	// the forms of open pages, nothing else).
+	Secret []byte
+	Clock  sgam.Clock
+	Logger *slog.Logger
+}
+
+// Inspector serves the pages.
+type Inspector struct {
+	cfg   Config
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+}
+
+// cookieName holds the API key of a signed-in browser.
+const cookieName = "sgam_key"
+
+// New returns the inspector's handler, for Prefix.
+func New(cfg Config) (*Inspector, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("inspector: no store")
+	}
+	if cfg.Authenticate == nil && !cfg.Dev {
+		return nil, errors.New("inspector: no way to check keys, and not in dev mode")
+	}
+	if cfg.Dev && cfg.DevTenant == "" {
+		cfg.DevTenant = sgam.DefaultTenant
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = sgam.SystemClock{}
+	}
+	if cfg.Recaller == nil {
+		cfg.Recaller = recall.New(cfg.Store).WithClock(cfg.Clock)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Secret) == 0 {
+		cfg.Secret = make([]byte, 32)
+		rand.Read(cfg.Secret)
+	}
+	pages, err := parseTemplates()
+	if err != nil {
+		return nil, err
+	}
+	in := &Inspector{cfg: cfg, mux: http.NewServeMux(), pages: pages}
+	in.routes()
+	return in, nil
+}
+
+func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// Nothing is loaded from elsewhere, no page may be framed, and no
+	// page of one key is cached for the next.
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	in.mux.ServeHTTP(w, r)
+}
+
+// page is what a page handler returns: the template and its data, or an
+// error (rendered as an error page with its status).
+type page struct {
+	name string
+	data any
+	// status, when set, is the page's status (a 401 sign-in page).
+	status int
+}
+
+// view is what every template gets.
+type view struct {
+	Title  string
+	Caller Caller
+	Dev    bool
+	CSRF   string
+	Now    time.Time
+	Flash  string
+	Data   any
+	// Can says what the caller's role allows: write (confirm, dismiss,
+	// re-extract), admin (forget).
+	CanWrite, CanAdmin bool
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, c Caller) (page, error)
+
+// handle registers a page that needs role need; a POST needs a valid CSRF
+// token too.
+func (in *Inspector) handle(pattern string, need apikey.Role, title string, h handler) {
+	in.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		c, ok := in.caller(r)
+		if !ok {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, Prefix+"signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			in.fail(w, r, c, sgam.Errorf(sgam.Unauthenticated, "key", "sign in first"))
+			return
+		}
+		if err := apikey.Require(apikey.Key{Role: c.Role}, need); err != nil {
+			in.fail(w, r, c, err)
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			if err := r.ParseForm(); err != nil {
+				in.fail(w, r, c, sgam.Errorf(sgam.Invalid, "form", "cannot be read: %v", err))
+				return
+			}
+			if !hmac.Equal([]byte(r.PostForm.Get("csrf")), []byte(in.csrf(r, c))) {
+				in.fail(w, r, c, sgam.Errorf(sgam.Forbidden, "csrf", "the form's token is not this session's: reload the page and try again"))
+				return
+			}
+		}
+		p, err := h(w, r, c)
+		if err != nil {
+			in.fail(w, r, c, err)
+			return
+		}
+		if p.name == "" { // the handler answered (a redirect)
+			return
+		}
+		in.render(w, r, c, title, p)
+	})
+}
+
+// caller is who r acts as: the dev tenant, or the key of its cookie.
+func (in *Inspector) caller(r *http.Request) (Caller, bool) {
+	if in.cfg.Dev {
+		return Caller{Tenant: in.cfg.DevTenant, Role: apikey.Admin, KeyID: "dev"}, true
+	}
+	ck, err := r.Cookie(cookieName)
+	if err != nil || ck.Value == "" {
+		return Caller{}, false
+	}
+	c, err := in.cfg.Authenticate(r.Context(), ck.Value)
+	if err != nil {
+		return Caller{}, false
+	}
+	return c, true
+}
+
+// csrf is the token of r's session: an HMAC of its key, so that it needs
+// no storage and a page of another session (or a forged one) fails.
+func (in *Inspector) csrf(r *http.Request, c Caller) string {
+	session := "dev:" + c.Tenant
+	if !in.cfg.Dev {
+		if ck, err := r.Cookie(cookieName); err == nil {
+			session = ck.Value
+		}
+	}
+	m := hmac.New(sha256.New, in.cfg.Secret)
+	m.Write([]byte(session))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (in *Inspector) render(w http.ResponseWriter, r *http.Request, c Caller, title string, p page) {
+	t, ok := in.pages[p.name]
+	if !ok {
+		in.fail(w, r, c, fmt.Errorf("no template %q", p.name))
+		return
+	}
+	v := view{Title: title, Caller: c, Dev: in.cfg.Dev, CSRF: in.csrf(r, c), Now: in.cfg.Clock.Now(), Data: p.data,
+		Flash:    r.URL.Query().Get("flash"),
+		CanWrite: c.Role.Allows(apikey.Write), CanAdmin: c.Role.Allows(apikey.Admin)}
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, "layout", v); err != nil {
+		in.cfg.Logger.Error("inspector: render", slog.String("page", p.name), slog.String("error", err.Error()))
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if p.status != 0 {
+		w.WriteHeader(p.status)
+	}
+	fmt.Fprint(w, b.String())
+}
+
+// fail renders err as an error page with the status the API gives it: the
+// same 404 for another tenant's ids as for ids that do not exist.
+func (in *Inspector) fail(w http.ResponseWriter, r *http.Request, c Caller, err error) {
+	status, msg := http.StatusInternalServerError, "internal error"
+	switch sgam.ErrorCode(err) {
+	case sgam.Invalid:
+		status, msg = http.StatusBadRequest, err.Error()
+	case sgam.NotFound:
+		status, msg = http.StatusNotFound, "not found"
+	case sgam.Conflict:
+		status, msg = http.StatusConflict, err.Error()
+	case sgam.Unauthenticated:
+		status, msg = http.StatusUnauthorized, err.Error()
+	case sgam.Forbidden:
+		status, msg = http.StatusForbidden, err.Error()
+	default:
+		in.cfg.Logger.Error("inspector: internal error", slog.String("error", err.Error()))
+	}
+	t := in.pages["error"]
+	v := view{Title: http.StatusText(status), Caller: c, Dev: in.cfg.Dev, Now: in.cfg.Clock.Now(),
+		Data: map[string]any{"Status": status, "Message": msg}}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := t.ExecuteTemplate(w, "layout", v); err != nil {
+		fmt.Fprint(w, template.HTMLEscapeString(msg))
+	}
+}
+
+func parseTemplates() (map[string]*template.Template, error) {
+	layout, err := templateFiles.ReadFile("templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	names, err := fs.Glob(templateFiles, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*template.Template{}
+	for _, n := range names {
+		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if name == "layout" {
+			continue
+		}
+		body, err := templateFiles.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		t, err := template.New("layout").Funcs(funcs).Parse(string(layout))
+		if err == nil {
+			_, err = t.Parse(string(body))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("inspector: template %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+var funcs = template.FuncMap{
+	"time": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return sgam.FormatTime(t)
+	},
+	"timep": func(t *time.Time) string {
+		if t == nil {
+			return "open"
+		}
+		return sgam.FormatTime(*t)
+	},
+	"value":  valueText,
+	"join":   strings.Join,
+	"query":  url.QueryEscape,
+	"path":   url.PathEscape,
+	"inc":    func(i int) int { return i + 1 },
+	"millis": func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) },
+}
+
+// valueText shows a stored JSON value: a string without its quotes, a
+// tombstone as "(none)".
+func valueText(v []byte) string {
+	s := string(v)
+	if len(v) == 0 || s == "null" {
+		return "(none)"
+	}
+	if len(s) >= 2 && s[0] == '"' && !strings.ContainsAny(s[1:len(s)-1], `"\`) {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// redirect answers a POST with a See Other to path, with a message for
+// the next page.
+func redirect(w http.ResponseWriter, r *http.Request, path, flash string) (page, error) {
+	if flash != "" {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		path += sep + "flash=" + url.QueryEscape(flash)
+	}
+	http.Redirect(w, r, path, http.StatusSeeOther)
+	return page{}, nil
+}
