@@ -52,7 +52,9 @@ func (in *Inspector) routes() {
 	in.handle("GET "+Prefix+"schema", apikey.Read, "Schema", in.schema)
 }
 
-func urlPath(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "%", "%25"), "/", "%2F") }
+func urlPath(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "%", "%25"), "/", "%2F")
+}
 
 // --- sign-in
 
