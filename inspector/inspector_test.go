@@ -234,3 +234,25 @@ func TestGoldenPages(t *testing.T) {
 		})
 	}
 }
+
+func TestSchemaVersionsAndDiff(t *testing.T) {
+	w := newWorld(t, false)
+	_, err := w.store.ApplySchema(t.Context(), "acme", []byte(acmeSchema+"  visa_status: {memory: task, type: {enum: [applied, approved]}}\n"), false)
+	require.NoError(t, err)
+	c := w.signIn("acme-read")
+	code, body := c.get("/ui/schema")
+	require.Equal(t, http.StatusOK, code, body)
+	contains(t, body, "Version 1 → 2", "visa_status")
+	require.Equal(t, 2, strings.Count(body, `<a href="/ui/schema?b=`))
+	code, body = c.get("/ui/schema?a=0&b=1")
+	require.Equal(t, http.StatusOK, code)
+	contains(t, body, "Version 0 → 1", "passport_deadline")
+	require.NotContains(t, strings.SplitN(body, `id="diff"`, 2)[1][:400], "visa_status")
+	code, _ = c.get("/ui/schema?b=9")
+	require.Equal(t, http.StatusNotFound, code)
+	code, _ = c.get("/ui/schema?a=x")
+	require.Equal(t, http.StatusBadRequest, code)
+	// Another tenant's history is its own: none.
+	_, body = w.signIn("beta-admin").get("/ui/schema")
+	contains(t, body, "No schema serves this tenant")
+}

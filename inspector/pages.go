@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ func (in *Inspector) routes() {
 		if s == "" {
 			return redirect(w, r, Prefix, "")
 		}
-		return redirect(w, r, Prefix+"subjects/"+urlPath(s), "")
+		return redirect(w, r, Prefix+"subjects/"+url.PathEscape(s), "")
 	})
 	in.handle("GET "+Prefix+"subjects/{subject}", apikey.Read, "Subject", in.subject)
 	in.handle("GET "+Prefix+"episodes/{id}", apikey.Read, "Episode", in.episode)
@@ -50,10 +51,6 @@ func (in *Inspector) routes() {
 	in.handle("POST "+Prefix+"forget/preview", apikey.Admin, "Forget", in.forgetPreview)
 	in.handle("POST "+Prefix+"forget", apikey.Admin, "Forget", in.forget)
 	in.handle("GET "+Prefix+"schema", apikey.Read, "Schema", in.schema)
-}
-
-func urlPath(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "%", "%25"), "/", "%2F")
 }
 
 // --- sign-in
@@ -288,7 +285,7 @@ func (in *Inspector) reextract(w http.ResponseWriter, r *http.Request, c Caller)
 	if err := in.cfg.Store.QueueExtraction(r.Context(), c.Tenant, []string{id}, true); err != nil {
 		return page{}, err
 	}
-	return redirect(w, r, Prefix+"episodes/"+urlPath(id), "queued for extraction again: a worker of sgam serve or sgam worker takes it")
+	return redirect(w, r, Prefix+"episodes/"+url.PathEscape(id), "queued for extraction again: a worker of sgam serve or sgam worker takes it")
 }
 
 // --- recall

@@ -40,6 +40,11 @@ right: for local use only, so it refuses an --addr that is not loopback
 (127.0.0.1, ::1, localhost) unless --dev-allow-remote is given too. SIGINT
 or SIGTERM stops the server after the requests in flight finish.
 
+Inspector: /ui/ is a web inspector of the key's tenant (docs/inspector.md):
+its overview, a subject's timeline on both time axes, an episode's
+extractions, recall, pending candidates, forget and the schema's versions.
+It signs in with an API key kept in a cookie; with --dev it needs none.
+
 MCP: POST /mcp serves the tools of 'sgam mcp' over streamable HTTP
 (stateless), bound to the tenant and role of the request's key (docs/mcp.md).
 
