@@ -163,6 +163,10 @@ func (in *Inspector) handle(pattern string, need apikey.Role, title string, h ha
 			return
 		}
 		if r.Method == http.MethodPost {
+			if !sameOrigin(r) {
+				in.fail(w, r, c, sgam.Errorf(sgam.Forbidden, "origin", "the form was posted from another site"))
+				return
+			}
 			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 			if err := r.ParseForm(); err != nil {
 				in.fail(w, r, c, sgam.Errorf(sgam.Invalid, "form", "cannot be read: %v", err))
@@ -183,6 +187,18 @@ func (in *Inspector) handle(pattern string, need apikey.Role, title string, h ha
 		}
 		in.render(w, r, c, title, p)
 	})
+}
+
+// sameOrigin reports whether a POST comes from a page of this server, as
+// far as the browser says (its Origin header; a client without one, such
+// as curl, is judged by its CSRF token alone).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
 }
 
 // caller is who r acts as: the dev tenant, or the key of its cookie.

@@ -127,6 +127,16 @@ func TestRolesAndCSRF(t *testing.T) {
 	code, body = admin.get("/ui/subjects/mira")
 	require.Equal(t, http.StatusOK, code)
 	contains(t, body, "Forget this subject")
+
+	// The right token, from a page of another site.
+	req, err := http.NewRequest(http.MethodPost, w.url+"/ui/forget/preview", strings.NewReader(url.Values{"csrf": {admin.csrf("/ui/forget")}, "subject": {"mira"}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := admin.hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 }
 
 func TestPendingConfirm(t *testing.T) {

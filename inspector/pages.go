@@ -65,6 +65,10 @@ func (in *Inspector) signinPage(w http.ResponseWriter, r *http.Request) {
 
 func (in *Inspector) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if !sameOrigin(r) {
+		in.fail(w, r, Caller{}, sgam.Errorf(sgam.Forbidden, "origin", "the form was posted from another site"))
+		return
+	}
 	if err := r.ParseForm(); err != nil || in.cfg.Dev {
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
