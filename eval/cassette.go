@@ -41,6 +41,9 @@ type Exchange struct {
 	PromptTokens     int  `yaml:"prompt_tokens"`
 	CompletionTokens int  `yaml:"completion_tokens"`
 	Estimated        bool `yaml:"estimated,omitempty"`
+	// Calls is how many requests the answer took, retries included
+	// (default 1).
+	Calls int `yaml:"calls,omitempty"`
 	// Prompt is the user part of the prompt, for review and to say what
 	// changed; Answer the model's raw answer.
 	Prompt string `yaml:"prompt"`
@@ -134,9 +137,15 @@ type PromptError struct {
 	// Changed is the first line of the prompt that differs from the one
 	// recorded for the episode; empty when none was recorded for it.
 	Changed string
+	// Unkeyed: the episode's answer was written by hand and never keyed.
+	Unkeyed bool
 }
 
 func (e *PromptError) Error() string {
+	if e.Unkeyed {
+		return fmt.Sprintf("episode %s of tenant %s: the cassette %s has an answer for it without a digest (written by hand): run `sgam eval run --rekey` to key it",
+			e.Episode, e.Tenant, e.Cassette)
+	}
 	if e.Changed == "" {
 		return fmt.Sprintf("episode %s of tenant %s: the cassette %s has no answer for it; re-record with `sgam eval run --record` (a live model) or add one and run --rekey",
 			e.Episode, e.Tenant, e.Cassette)
@@ -167,12 +176,16 @@ func (p *player) Mode() llm.Mode { return llm.Mode(p.c.Mode) }
 
 func (p *player) Complete(ctx context.Context, r llm.Request) (llm.Response, error) {
 	if x, ok := p.digest[RequestDigest(r)]; ok {
-		return llm.Response{Raw: x.Answer, JSON: llm.Clean(x.Answer), Attempts: 1,
+		return llm.Response{Raw: x.Answer, JSON: llm.Clean(x.Answer), Attempts: max(x.Calls, 1),
 			Usage: llm.Usage{PromptTokens: x.PromptTokens, CompletionTokens: x.CompletionTokens}}, nil
 	}
 	tenant, episode := episodeOf(ctx)
 	e := &PromptError{Tenant: tenant, Episode: episode, Cassette: p.path}
 	for _, x := range p.c.Exchanges {
+		if x.Tenant == tenant && x.Episode == episode && x.Digest == "" {
+			e.Unkeyed = true
+			break
+		}
 		if x.Tenant == tenant && x.Episode == episode {
 			e.Changed = firstChange(x.Prompt, r.User)
 			if e.Changed == "" {
@@ -220,6 +233,9 @@ func (r *recorder) Complete(ctx context.Context, req llm.Request) (llm.Response,
 	tenant, episode := episodeOf(ctx)
 	x := Exchange{Tenant: tenant, Episode: episode, Digest: RequestDigest(req), Prompt: req.User, Answer: resp.Raw,
 		PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+	if resp.Attempts > 1 {
+		x.Calls = resp.Attempts
+	}
 	if est, ok := r.model.(*rekeyer); ok && est.estimated {
 		x.Estimated = true
 	}

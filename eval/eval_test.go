@@ -449,3 +449,39 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestRunRefusesAStoreInUse: --db must name an empty store, for a
+// scenario writes and forgets; and transaction time never goes back.
+func TestRunRefusesAStoreInUse(t *testing.T) {
+	path := writeScenario(t, tiny, tinyAnswers)
+	sc, err := Load(path)
+	require.NoError(t, err)
+	db := filepath.Join(t.TempDir(), "kept.db")
+	_, err = Run(context.Background(), sc, Options{DB: db})
+	require.NoError(t, err)
+	_, err = Run(context.Background(), sc, Options{DB: db})
+	require.ErrorContains(t, err, "has memory already")
+
+	back := strings.Replace(tiny, "  - forget: {tenant: alpha, episode: a2}", "  - at: 2026-01-01T00:00:00Z\n    forget: {tenant: alpha, episode: a2}", 1)
+	require.NoError(t, os.WriteFile(path, []byte(back), 0o644))
+	sc, err = Load(path)
+	require.NoError(t, err)
+	_, err = Run(context.Background(), sc, Options{})
+	require.ErrorContains(t, err, "moves the clock back")
+}
+
+// TestFailedExtractionMissesItsGold: an answer that cannot be used
+// proposes nothing, and its gold counts as missed.
+func TestFailedExtractionMissesItsGold(t *testing.T) {
+	answers := slices.Clone(tinyAnswers)
+	answers[1].Answer = "sorry, I cannot help with that"
+	path := writeScenario(t, tiny, answers)
+	sc, err := Load(path)
+	require.NoError(t, err)
+	rep, err := Run(context.Background(), sc, Options{})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Metrics.WriteErrors)
+	require.Equal(t, 4, rep.Metrics.Extraction.Gold, "a2's gold is still counted")
+	require.Equal(t, 3, rep.Metrics.Extraction.Proposed)
+	require.Equal(t, 2, rep.Metrics.Extraction.Matched)
+}

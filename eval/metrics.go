@@ -14,8 +14,9 @@ import (
 // ratios are computed from the sums (Finish).
 type Metrics struct {
 	// Extraction scores what the model proposed (accepted or rejected by
-	// validation, no_change left out) against the gold candidates of the
-	// episodes that have gold.
+	// validation; a no_change only when it corroborates a stored row)
+	// against the gold candidates of the episodes that have gold; an
+	// extraction that failed proposed nothing, and misses its gold.
 	Extraction struct {
 		Gold      int      `json:"gold"`
 		Proposed  int      `json:"proposed"`

@@ -33,9 +33,10 @@ type Options struct {
 	Model llm.Model
 	// Mode is Replay (the default), Record, Rekey or Live.
 	Mode string
-	// DB, when set, is the SQLite file (new) or postgres:// database
-	// (empty) the scenario is run on, kept for inspection; by default a
-	// temporary SQLite file, deleted after.
+	// DB, when set, is the SQLite file (new) or postgres:// database the
+	// scenario is run on, kept for inspection; a store with anything of
+	// the scenario's tenants (or a default schema) is refused. By default
+	// a temporary SQLite file, deleted after.
 	DB string
 	// Progress, when set, is told the steps done of total.
 	Progress func(done, total int)
@@ -125,6 +126,11 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer s.Close()
+	if opts.DB != "" {
+		if err := empty(ctx, s, sc); err != nil {
+			return nil, fmt.Errorf("--db %s: %w", opts.DB, err)
+		}
+	}
 	r := &runner{sc: sc, s: s, clock: clock, rep: rep, m: rep.Metrics,
 		x: extract.New(s, model).WithClock(clock), rc: recall.New(s).WithClock(clock),
 		gold: map[[2]string][]Gold{}}
@@ -146,6 +152,9 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Report, error) {
 	}
 	for i, st := range sc.Steps {
 		switch {
+		case st.At != nil && st.At.Before(clock.Now()):
+			return nil, fmt.Errorf("%s: steps[%d] (line %d): at %s moves the clock back from %s: transaction time only goes forward",
+				sc.Path, i, st.Line, sgam.FormatTime(st.At.Time), sgam.FormatTime(clock.Now()))
 		case st.At != nil:
 			clock.Set(st.At.Time)
 		case st.Kind == StepEpisode && st.Episode.OccurredAt != nil && st.Episode.OccurredAt.After(clock.Now()):
@@ -221,6 +230,31 @@ func modelFor(sc *Scenario, rep *Report, opts Options) (llm.Model, func() error,
 		}, nil
 	}
 	return nil, nil, fmt.Errorf("mode %q: must be replay, record, rekey or live", rep.Mode)
+}
+
+// empty refuses a store that holds anything of the scenario's tenants, or
+// a default schema: a scenario writes and forgets, and must not do it to
+// real memory.
+func empty(ctx context.Context, s sgam.Store, sc *Scenario) error {
+	if d, err := s.DefaultSchema(ctx); err != nil {
+		return err
+	} else if d.Version > 0 {
+		return errors.New("the store has a default schema: run a scenario on an empty database")
+	}
+	for _, t := range sortedTenants(sc) {
+		st, err := s.Stats(ctx, t)
+		if err != nil {
+			return err
+		}
+		v, err := s.Schema(ctx, t)
+		if err != nil {
+			return err
+		}
+		if st.Episodes > 0 || st.Facts > 0 || st.Pending+st.Signals > 0 || v.Version > 0 {
+			return fmt.Errorf("tenant %s has memory already (%d episodes, %d facts): run a scenario on an empty database", t, st.Episodes, st.Facts)
+		}
+	}
+	return nil
 }
 
 func sortedTenants(sc *Scenario) []string {
@@ -340,16 +374,24 @@ func (r *runner) extract(ctx context.Context, tenant, id string) error {
 			r.m.TokensOut += rec.TokensOut
 		}
 	}
+	gold, scored := r.gold[[2]string{tenant, id}]
 	if err != nil {
 		r.m.WriteErrors++
 		r.find(StageWrite, "extracting episode %s: %v", id, err)
+		if scored && !res.Skipped {
+			// Nothing was proposed: every gold candidate is missed.
+			ep, err := r.s.Episode(ctx, tenant, id)
+			if err != nil {
+				return err
+			}
+			r.score(id, ep.OccurredAt, nil, gold)
+		}
 		return nil
 	}
 	for _, rj := range rec.Rejected {
 		r.m.Rejected[rj.Reason]++
 	}
-	gold, ok := r.gold[[2]string{tenant, id}]
-	if !ok || res.Skipped {
+	if !scored || res.Skipped {
 		return nil
 	}
 	ep, err := r.s.Episode(ctx, tenant, id)
@@ -552,7 +594,7 @@ func (r *runner) check(ctx context.Context, c *Check) error {
 		for _, p := range *c.Pending {
 			want = append(want, fmt.Sprintf("%s.%s = %s", p.Subject, p.Attribute, valueText(p.Value)))
 		}
-		ok := sameStrings(got, want)
+		ok := matchPending(cs, *c.Pending)
 		if !ok {
 			r.find(StageCheck, "pending of %s: %s, want %s", c.Tenant, listText(got), listText(want))
 		}
@@ -586,6 +628,26 @@ func (r *runner) check(ctx context.Context, c *Check) error {
 		r.m.Checkpoints.add(ok)
 	}
 	return nil
+}
+
+// matchPending reports whether the pending candidates are exactly the
+// expected ones: the same subject and attribute, and the same value where
+// the expectation gives one.
+func matchPending(got []sgam.Candidate, want []Candidate) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	left := slices.Clone(got)
+	for _, w := range want {
+		i := slices.IndexFunc(left, func(g sgam.Candidate) bool {
+			return g.Subject == w.Subject && g.Attribute == w.Attribute && (isNull(w.Value) || sameValue(valueText(g.Value), w.Value))
+		})
+		if i < 0 {
+			return false
+		}
+		left = slices.Delete(left, i, i+1)
+	}
+	return true
 }
 
 // matchRejections reports whether each expected rejection matches one
@@ -675,6 +737,16 @@ func (r *runner) ask(ctx context.Context, a *Ask) error {
 	if err != nil {
 		r.m.Facts.Failed += len(a.Expect.Facts)
 		r.m.Evidence.Failed += len(a.Expect.Evidence)
+		for _, x := range []*Instant{a.Expect.AsOf, a.Expect.KnownAt} {
+			if x != nil {
+				r.m.PointInTime.Failed++
+			}
+		}
+		for _, f := range a.Expect.Facts {
+			if f.Status == recall.Past {
+				r.m.PointInTime.Failed++
+			}
+		}
 		if len(a.Expect.Evidence) > 0 {
 			r.m.Evidence.question(0, len(a.Expect.Evidence))
 		}
@@ -741,7 +813,7 @@ func (r *runner) ask(ctx context.Context, a *Ask) error {
 
 	// Stale: every fact presented as current must be current in the
 	// ledger at the context's instants.
-	for _, f := range out.Facts {
+	for _, f := range all {
 		if f.Status != recall.Current || f.Tenant != a.Tenant {
 			continue
 		}

@@ -408,7 +408,7 @@ func decodeYAML(data []byte, v any) (err error) {
 // scenario has no use for (anchors, aliases, tags, merge keys).
 func (p *reader) walk(n ast.Node, path string) bool {
 	if tk := n.GetToken(); tk != nil && tk.Position != nil {
-		if _, ok := p.lines[path]; !ok || path == "" {
+		if _, ok := p.lines[path]; !ok {
 			p.lines[path] = tk.Position.Line
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ type Config struct {
 	Store sgam.Store
 	// Authenticate checks an API key: the server's, with its key cache.
 	Authenticate func(ctx context.Context, token string) (Caller, error)
+	// Allow, when set, takes a token of a key's rate limit (the API's):
+	// false with how long to wait refuses the request.
+	Allow func(keyID string) (wait time.Duration, ok bool)
 	// Recaller answers the recall page.
 	Recaller *recall.Recaller
 	// Dev signs every request in as DevTenant with the admin role, no key
@@ -162,6 +166,13 @@ func (in *Inspector) handle(pattern string, need apikey.Role, title string, h ha
 			in.fail(w, r, c, err)
 			return
 		}
+		if in.cfg.Allow != nil && !in.cfg.Dev {
+			if wait, ok := in.cfg.Allow(c.KeyID); !ok {
+				w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
+				in.errorPage(w, c, http.StatusTooManyRequests, "too many requests with this key: wait and try again")
+				return
+			}
+		}
 		if r.Method == http.MethodPost {
 			if !sameOrigin(r) {
 				in.fail(w, r, c, sgam.Errorf(sgam.Forbidden, "origin", "the form was posted from another site"))
@@ -268,9 +279,16 @@ func (in *Inspector) fail(w http.ResponseWriter, r *http.Request, c Caller, err 
 		status, msg = http.StatusUnauthorized, err.Error()
 	case sgam.Forbidden:
 		status, msg = http.StatusForbidden, err.Error()
+	case sgam.Unavailable:
+		status, msg = http.StatusServiceUnavailable, "the store is busy: try again"
 	default:
 		in.cfg.Logger.Error("inspector: internal error", slog.String("error", err.Error()))
 	}
+	in.errorPage(w, c, status, msg)
+}
+
+// errorPage answers status with msg on the error page.
+func (in *Inspector) errorPage(w http.ResponseWriter, c Caller, status int, msg string) {
 	t := in.pages["error"]
 	v := view{Title: http.StatusText(status), Caller: c, Dev: in.cfg.Dev, Now: in.cfg.Clock.Now(),
 		Data: map[string]any{"Status": status, "Message": msg}}
@@ -327,7 +345,6 @@ var funcs = template.FuncMap{
 	},
 	"value":  valueText,
 	"join":   strings.Join,
-	"query":  url.QueryEscape,
 	"path":   url.PathEscape,
 	"inc":    func(i int) int { return i + 1 },
 	"millis": func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) },

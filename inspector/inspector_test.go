@@ -3,6 +3,7 @@ package inspector_test
 import (
 	"flag"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam/server"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the pages")
@@ -171,6 +174,10 @@ func TestForgetWithConfirmation(t *testing.T) {
 	contains(t, body, `id="receipt-id"`, `<td id="facts-deleted">`)
 	code, _ = c.get("/ui/subjects/mira")
 	require.Equal(t, http.StatusNotFound, code)
+	rcs, err := w.store.Receipts(t.Context(), "acme")
+	require.NoError(t, err)
+	require.Len(t, rcs, 1)
+	require.True(t, strings.HasPrefix(rcs[0].Actor, "key:"), "the receipt names the key: %q", rcs[0].Actor)
 }
 
 func TestEscaping(t *testing.T) {
@@ -265,4 +272,21 @@ func TestSchemaVersionsAndDiff(t *testing.T) {
 	// Another tenant's history is its own: none.
 	_, body = w.signIn("beta-admin").get("/ui/schema")
 	contains(t, body, "No schema serves this tenant")
+}
+
+// TestRateLimited: the inspector spends the key's rate limit, as the API.
+func TestRateLimited(t *testing.T) {
+	w := newWorld(t, false)
+	srv, err := server.New(server.Config{Store: w.store, Keys: w.store, Clock: w.clock, RateLimit: 1})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	w.url = ts.URL
+	c := w.signIn("acme-read")
+	codes := map[int]int{}
+	for range 6 {
+		code, _ := c.get("/ui/")
+		codes[code]++
+	}
+	require.Positive(t, codes[http.StatusTooManyRequests], "%v", codes)
 }

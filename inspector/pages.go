@@ -24,7 +24,7 @@ func (in *Inspector) routes() {
 	in.mux.HandleFunc("GET "+Prefix+"signin", in.signinPage)
 	in.mux.HandleFunc("POST "+Prefix+"signin", in.signin)
 	in.handle("POST "+Prefix+"signout", apikey.Read, "Sign out", func(w http.ResponseWriter, r *http.Request, c Caller) (page, error) {
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
 		return redirect(w, r, Prefix+"signin", "")
 	})
 	in.handle("GET "+Prefix+"{$}", apikey.Read, "Overview", in.overview)
@@ -81,8 +81,15 @@ func (in *Inspector) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: key, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil, MaxAge: 12 * 3600})
+		Secure: secure(r), MaxAge: 12 * 3600})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// secure reports whether the browser reached r over TLS: this server's,
+// or a proxy's in front of it that says so. The cookie holds the API key,
+// so it is Secure whenever the browser speaks HTTPS.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // safeNext keeps a redirect target inside the inspector.
@@ -461,7 +468,11 @@ func (in *Inspector) forget(w http.ResponseWriter, r *http.Request, c Caller) (p
 	if r.PostForm.Get("confirm") != "yes" {
 		return page{}, sgam.Errorf(sgam.Invalid, "confirm", "the forget was not confirmed: preview it first")
 	}
-	rc, err := in.cfg.Store.Forget(r.Context(), sgam.ForgetRequest{Tenant: c.Tenant,
+	actor := "key:" + c.KeyID
+	if in.cfg.Dev {
+		actor = "dev"
+	}
+	rc, err := in.cfg.Store.Forget(r.Context(), sgam.ForgetRequest{Tenant: c.Tenant, Actor: actor,
 		Subject: strings.TrimSpace(r.PostForm.Get("subject")), Episode: strings.TrimSpace(r.PostForm.Get("episode"))})
 	if err != nil {
 		return page{}, err

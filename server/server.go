@@ -108,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 	s.metrics.watch(cfg.Store)
 	s.register()
 	ui, err := inspector.New(inspector.Config{Store: cfg.Store, Recaller: cfg.Recaller, Dev: cfg.Dev, DevTenant: cfg.DevTenant,
-		Clock: cfg.Clock, Logger: cfg.Logger, Authenticate: func(ctx context.Context, token string) (inspector.Caller, error) {
+		Clock: cfg.Clock, Logger: cfg.Logger, Allow: s.limits.allow, Authenticate: func(ctx context.Context, token string) (inspector.Caller, error) {
 			c, err := s.authenticateToken(ctx, token)
 			return inspector.Caller{Tenant: c.tenant, Role: c.role, KeyID: c.keyID}, err
 		}})
