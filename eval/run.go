@@ -880,6 +880,13 @@ func (r *runner) leaks(ctx context.Context, a *Ask, out *recall.Context) {
 			leak("cites episode %s, which is not the tenant's", e.EpisodeID)
 			continue
 		}
+		// The same id in two tenants: the cited episode must be the
+		// asker's by its time and session too.
+		if !e.OccurredAt.Equal(ep.OccurredAt) || e.Session != ep.Session {
+			leak("cites episode %s of %s in session %q, but the tenant's episode %s is of %s in %q",
+				e.EpisodeID, sgam.FormatTime(e.OccurredAt), e.Session, ep.ID, sgam.FormatTime(ep.OccurredAt), ep.Session)
+			continue
+		}
 		// A snippet is cut from the content with its spaces collapsed.
 		content := oneLine(ep.Content)
 		for _, part := range strings.Split(e.Snippet, "…") {
