@@ -34,7 +34,8 @@ func browser(t *testing.T) context.Context {
 		t.Skip("no Chromium (apt-get install chromium, or set SGAM_CHROMIUM)")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
+		chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
