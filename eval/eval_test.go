@@ -485,3 +485,26 @@ func TestFailedExtractionMissesItsGold(t *testing.T) {
 	require.Equal(t, 3, rep.Metrics.Extraction.Proposed)
 	require.Equal(t, 2, rep.Metrics.Extraction.Matched)
 }
+
+// TestExample: the scenario `sgam eval init` writes is valid, and with a
+// good model's answers it holds its own thresholds.
+func TestExample(t *testing.T) {
+	path := writeScenario(t, string(Example), []Exchange{
+		{Tenant: "acme", Episode: "m1", Answer: `{"updates":[
+			{"evidence":"I upgraded to Pro today","subject":"cust-1","attribute":"plan","current_value":null,"change":"new","value":"pro","valid_from":null},
+			{"evidence":"Ticket T-7 is still open","subject":"cust-1","attribute":"open_tickets","current_value":null,"change":"new","value":"T-7","valid_from":null}]}`},
+		{Tenant: "acme", Episode: "m2", Answer: `{"updates":[
+			{"evidence":"plan free since 2026-05-20","subject":"cust-1","attribute":"plan","current_value":null,"change":"new","value":"free","valid_from":"2026-05-20"}]}`},
+	})
+	sc, err := Load(path)
+	require.NoError(t, err)
+	rep, err := Run(context.Background(), sc, Options{})
+	require.NoError(t, err)
+	for _, f := range rep.Findings {
+		t.Logf("line %d %s: %s", f.Line, f.Stage, f.Message)
+	}
+	for _, b := range rep.Bounds {
+		require.True(t, b.OK, b.String())
+	}
+	require.Equal(t, Count{Passed: 3, Ratio: ptr(1.0)}, rep.Metrics.Checkpoints)
+}

@@ -40,6 +40,11 @@ import (
 //go:embed scenario.schema.json
 var ScenarioSchema []byte
 
+// Example is a commented scenario to start from (`sgam eval init`).
+//
+//go:embed example.yaml
+var Example []byte
+
 // MaxFileBytes bounds a scenario file.
 const MaxFileBytes = 4 << 20
 

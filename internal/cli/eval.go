@@ -19,7 +19,7 @@ func (a *app) evalCommand() *cobra.Command {
 		Use:   "eval",
 		Short: "Evaluate memory on fixed data: replayed scenarios, scored stage by stage, and retrieval on LoCoMo",
 	}
-	c.AddCommand(a.evalRunCommand(), a.evalCheckCommand(), a.evalLocomoCommand())
+	c.AddCommand(a.evalRunCommand(), a.evalCheckCommand(), a.evalInitCommand(), a.evalLocomoCommand())
 	return c
 }
 

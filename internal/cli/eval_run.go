@@ -138,6 +138,33 @@ func btoi(b bool) int {
 	return 0
 }
 
+func (a *app) evalInitCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init [FILE]",
+		Short: "Write a commented example scenario to start from (default scenario.yaml)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "scenario.yaml"
+			if len(args) == 1 {
+				path = args[0]
+			}
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				return sgam.Errorf(sgam.Invalid, "FILE", "%v", err)
+			}
+			if _, err := f.Write(eval.Example); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "wrote %s: edit it, check it with 'sgam eval check %s', record its cassette with 'sgam eval run %s --record' and a model, or write the answers by hand and run --rekey\n", path, path, path)
+			return nil
+		},
+	}
+}
+
 func (a *app) evalCheckCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "check SCENARIO|DIR...",

@@ -71,6 +71,17 @@ func TestEvalRunThresholdsSetExitStatus(t *testing.T) {
 	}{"checkpoints.passed", false})
 }
 
+func TestEvalInit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mine.yaml")
+	r := sgamRun(t, "", "eval", "init", path)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	r = sgamRun(t, "", "eval", "check", path)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "ok: my-agent, 8 steps, 2 tenants, no cassette")
+	r = sgamRun(t, "", "eval", "init", path)
+	require.Equal(t, cli.ExitUsage, r.code, "an existing file is not overwritten")
+}
+
 func TestEvalBrokenScenario(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "broken.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(`name: broken
