@@ -139,7 +139,6 @@ type view struct {
 	Caller Caller
 	Dev    bool
 	CSRF   string
-	Now    time.Time
 	Flash  string
 	Data   any
 	// Can says what the caller's role allows: write (confirm, dismiss,
@@ -248,7 +247,7 @@ func (in *Inspector) render(w http.ResponseWriter, r *http.Request, c Caller, ti
 		in.fail(w, r, c, fmt.Errorf("no template %q", p.name))
 		return
 	}
-	v := view{Title: title, Caller: c, Dev: in.cfg.Dev, CSRF: in.csrf(r, c), Now: in.cfg.Clock.Now(), Data: p.data,
+	v := view{Title: title, Caller: c, Dev: in.cfg.Dev, CSRF: in.csrf(r, c), Data: p.data,
 		Flash:    r.URL.Query().Get("flash"),
 		CanWrite: c.Role.Allows(apikey.Write), CanAdmin: c.Role.Allows(apikey.Admin)}
 	var b strings.Builder
@@ -290,7 +289,7 @@ func (in *Inspector) fail(w http.ResponseWriter, r *http.Request, c Caller, err 
 // errorPage answers status with msg on the error page.
 func (in *Inspector) errorPage(w http.ResponseWriter, c Caller, status int, msg string) {
 	t := in.pages["error"]
-	v := view{Title: http.StatusText(status), Caller: c, Dev: in.cfg.Dev, Now: in.cfg.Clock.Now(),
+	v := view{Title: http.StatusText(status), Caller: c, Dev: in.cfg.Dev,
 		Data: map[string]any{"Status": status, "Message": msg}}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
@@ -346,7 +345,6 @@ var funcs = template.FuncMap{
 	"value":  valueText,
 	"join":   strings.Join,
 	"path":   url.PathEscape,
-	"inc":    func(i int) int { return i + 1 },
 	"millis": func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) },
 }
 
