@@ -20,7 +20,9 @@ import (
 // session's), plus the scores of its neighbours in the session (the
 // episodes just before and after it in occurred_at order, and less, those
 // two away); the neighbours of the best candidates that the index did not
-// find become candidates themselves. The weights were tuned on the first
+// find become candidates themselves; and an episode that holds more of
+// the question's terms scores higher (coverageWeight). The weights were
+// tuned on the first
 // five LoCoMo conversations (`sgam eval locomo` reports the other five
 // apart) and name nothing of that data set.
 const (
@@ -35,6 +37,14 @@ const (
 	candidateDepth = 8
 	minCandidates  = 30
 	expanded       = 10
+	// coverageWeight counts, in a candidate's own score, the fraction of
+	// the question's distinct terms its words hold (by stem): BM25 sums
+	// the terms it matches, so one rare word said twice can outrank a turn
+	// that says most of what was asked. It enters before the neighbours'
+	// weights, so a turn beside one that covers the question gains too.
+	coverageWeight = 1.3
+	// maxCoverageTerms bounds the words of an episode read for coverage.
+	maxCoverageTerms = 256
 )
 
 // candidate is an episode that may be cited, with its own relative score
@@ -138,6 +148,35 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 			return 0
 		}
 		return c.own
+	}
+	asked := map[string]bool{}
+	for _, t := range terms {
+		asked[words.Stem(t)] = true
+	}
+	if len(asked) > 0 {
+		// Each word is stemmed once per recall: the candidates share most
+		// of their words, and stemming is the dear part.
+		stemOf := map[string]string{} // word → its stem if asked, else ""
+		seen := map[string]bool{}
+		for _, c := range all {
+			clear(seen)
+			for i, t := range words.Tokens(c.episode.Content) {
+				if i == maxCoverageTerms {
+					break
+				}
+				st, ok := stemOf[t]
+				if !ok {
+					if st = words.Stem(t); !asked[st] {
+						st = ""
+					}
+					stemOf[t] = st
+				}
+				if st != "" {
+					seen[st] = true
+				}
+			}
+			c.own += coverageWeight * float64(len(seen)) / float64(len(asked))
+		}
 	}
 	for _, c := range all {
 		c.score = c.own + afterWeight*own(c.prev[0]) + beforeWeight*own(c.next[0]) + farWeight*max(own(c.prev[1]), own(c.next[1]))
