@@ -16,6 +16,7 @@ import (
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/store"
+	"github.com/sgam-dev/sgam/words"
 )
 
 // Modes of a run: how the model's answers are had.
@@ -888,16 +889,16 @@ func (r *runner) leaks(ctx context.Context, a *Ask, out *recall.Context) {
 			continue
 		}
 		// A snippet is cut from the content with its spaces collapsed.
-		content := oneLine(ep.Content)
+		content := words.OneLine(ep.Content)
 		for _, part := range strings.Split(e.Snippet, "…") {
-			if part = oneLine(part); part != "" && !strings.Contains(content, part) {
+			if part = words.OneLine(part); part != "" && !strings.Contains(content, part) {
 				leak("cites episode %s with a snippet that is not its content: %q", e.EpisodeID, part)
 				break
 			}
 		}
 	}
 	// The block restates the question: what it says is the asker's own.
-	rendered := strings.ReplaceAll(out.Rendered, oneLine(a.Question), "")
+	rendered := strings.ReplaceAll(out.Rendered, words.OneLine(a.Question), "")
 	for _, text := range a.Expect.Absent {
 		if strings.Contains(rendered, text) {
 			leak("the context says %q", text)
@@ -934,7 +935,7 @@ func (r *runner) forget(ctx context.Context, f *Forget) error {
 		gone(len(recs) == 0, "episode %s still has %d extraction records (err %v)", id, len(recs), err)
 	}
 	if content != "" {
-		hits, err := r.s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: f.Tenant, Text: clip(content, 400), Limit: sgam.MaxSearchLimit, NoSnippet: true})
+		hits, err := r.s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: f.Tenant, Text: words.Truncate(content, 400), Limit: sgam.MaxSearchLimit, NoSnippet: true})
 		if err != nil {
 			return err
 		}
@@ -968,17 +969,7 @@ func (r *runner) forget(ctx context.Context, f *Forget) error {
 	return nil
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func clip(s string, n int) string {
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	if n < len(s) {
-		return s[:n]
-	}
-	return s
-}
 
 func (r *runner) review(ctx context.Context, st *Step) error {
 	rv := st.Confirm

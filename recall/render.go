@@ -40,8 +40,8 @@ const (
 // items it rendered.
 func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sgam.EpisodeHit) error {
 	b := &block{}
-	b.add("Question: " + clip(oneLine(out.Question), maxQuestionShown))
-	b.add(oneLine(fmt.Sprintf("Read as of %s (%s), as believed at %s (%s).", stamp(out.AsOf), out.Instants.AsOf, stamp(out.KnownAt), out.Instants.KnownAt)))
+	b.add("Question: " + words.Truncate(words.OneLine(out.Question), maxQuestionShown))
+	b.add(words.OneLine(fmt.Sprintf("Read as of %s (%s), as believed at %s (%s).", stamp(out.AsOf), out.Instants.AsOf, stamp(out.KnownAt), out.Instants.KnownAt)))
 	if used := b.used(); used > out.Budget {
 		return sgam.Errorf(sgam.Invalid, "budget", "%d tokens do not hold even the question and its instants (%d tokens)", out.Budget, used)
 	}
@@ -94,7 +94,7 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 			keepFact(&out.Related, &f), func() { out.Omitted.Related++ }})
 	}
 	for _, h := range hits {
-		ev := Evidence{EpisodeID: h.Episode.ID, Session: h.Episode.Session, OccurredAt: h.Episode.OccurredAt, Score: h.Score, Snippet: clip(h.Snippet, maxSnippetBytes)}
+		ev := Evidence{EpisodeID: h.Episode.ID, Session: h.Episode.Session, OccurredAt: h.Episode.OccurredAt, Score: h.Score, Snippet: words.Truncate(h.Snippet, maxSnippetBytes)}
 		items = append(items, item{"Evidence (episodes, best match first):",
 			func() (string, string, error) {
 				session := ""
@@ -251,7 +251,7 @@ func (g *gather) quote(f sgam.Fact) (string, error) {
 	for i := len(recs) - 1; i >= 0; i-- {
 		for _, a := range recs[i].Accepted {
 			if a.Evidence != "" && (a.FactID == f.ID || a.Subject == f.Subject && a.Attribute == f.Attribute && sameJSON(a.Value, f.Value)) {
-				return clip(oneLine(a.Evidence), maxQuoteBytes), nil
+				return words.Truncate(words.OneLine(a.Evidence), maxQuoteBytes), nil
 			}
 		}
 	}
@@ -290,16 +290,4 @@ func sameJSON(a, b json.RawMessage) bool {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
-}

@@ -138,7 +138,7 @@ func Snippet(content string, terms []string, max int) string {
 		}
 	}
 	if len(ws) == 0 {
-		return truncate(content, max)
+		return Truncate(content, max)
 	}
 	from := ws[best].start
 	to := from
@@ -146,7 +146,7 @@ func Snippet(content string, terms []string, max int) string {
 		to = ws[k].end
 	}
 	if to == from {
-		return truncate(content, max)
+		return Truncate(content, max)
 	}
 	out := content[from:to]
 	if from > 0 {
@@ -158,8 +158,13 @@ func Snippet(content string, terms []string, max int) string {
 	return out
 }
 
-// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
-func truncate(s string, max int) string {
+// OneLine collapses every run of white space in s, line breaks included,
+// to one space.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Truncate cuts s to at most max bytes on a rune boundary, marking the
+// cut with "…".
+func Truncate(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
