@@ -2,6 +2,7 @@ package inspector
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -171,13 +172,6 @@ func (in *Inspector) subject(w http.ResponseWriter, r *http.Request, c Caller) (
 		}
 		knownAt, d.KnownAt = t, sgam.FormatTime(t)
 	}
-	attrs, err := in.cfg.Store.Attributes(ctx, c.Tenant, subject)
-	if err != nil {
-		return page{}, err
-	}
-	if len(attrs) == 0 {
-		return page{}, sgam.Errorf(sgam.NotFound, "subject", "no such subject")
-	}
 	current, err := in.cfg.Store.State(ctx, c.Tenant, subject, sgam.At{AsOf: now, KnownAt: knownAt})
 	if err != nil {
 		return page{}, err
@@ -186,12 +180,15 @@ func (in *Inspector) subject(w http.ResponseWriter, r *http.Request, c Caller) (
 	// The instants the subject's beliefs changed at, named by the
 	// episodes whose rows were recorded then.
 	seen := map[time.Time][]string{}
-	for _, a := range attrs {
-		rows, err := in.cfg.Store.History(ctx, sgam.Key{Tenant: c.Tenant, Subject: subject, Attribute: a})
-		if err != nil {
-			return page{}, err
-		}
-		for _, f := range rows {
+	hist, err := in.history(ctx, c.Tenant, subject)
+	if err != nil {
+		return page{}, err
+	}
+	if len(hist) == 0 {
+		return page{}, sgam.Errorf(sgam.NotFound, "subject", "no such subject")
+	}
+	for _, h := range hist {
+		for _, f := range h.rows {
 			names := seen[f.RecordedAt]
 			for _, src := range f.Sources[:min(len(f.Sources), 1)] {
 				if !slices.Contains(names, src) {
@@ -203,7 +200,7 @@ func (in *Inspector) subject(w http.ResponseWriter, r *http.Request, c Caller) (
 				seen[*f.RetractedAt] = seen[*f.RetractedAt]
 			}
 		}
-		d.Timeline = append(d.Timeline, drawTimeline(a, rows, now, knownAt))
+		d.Timeline = append(d.Timeline, drawTimeline(h.attribute, h.rows, now, knownAt))
 	}
 	var ts []time.Time
 	for t := range seen {
@@ -219,6 +216,54 @@ func (in *Inspector) subject(w http.ResponseWriter, r *http.Request, c Caller) (
 		d.Instants = append(d.Instants, instant{At: sgam.FormatTime(t), Label: label, Selected: d.KnownAt == sgam.FormatTime(t)})
 	}
 	return page{name: "subject", data: d}, nil
+}
+
+// attributeRows are every row of one attribute of a subject.
+type attributeRows struct {
+	attribute string
+	rows      []sgam.Fact
+}
+
+// history is every row of a subject, attribute by attribute: what the
+// subject page draws and what forgetting it deletes. None: no subject.
+func (in *Inspector) history(ctx context.Context, tenant, subject string) ([]attributeRows, error) {
+	attrs, err := in.cfg.Store.Attributes(ctx, tenant, subject)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]attributeRows, 0, len(attrs))
+	for _, a := range attrs {
+		rows, err := in.cfg.Store.History(ctx, sgam.Key{Tenant: tenant, Subject: subject, Attribute: a})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, attributeRows{attribute: a, rows: rows})
+	}
+	return out, nil
+}
+
+// supportedBy is every row, believed or retracted, that an episode is a
+// source of: rows of the subjects its facts are about.
+func (in *Inspector) supportedBy(ctx context.Context, tenant, episode string) ([]sgam.Fact, error) {
+	subjects, err := in.cfg.Store.SubjectsFrom(ctx, tenant, []string{episode}, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	var out []sgam.Fact
+	for _, s := range subjects {
+		hist, err := in.history(ctx, tenant, s)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hist {
+			for _, f := range h.rows {
+				if slices.Contains(f.Sources, episode) {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // --- episode
@@ -246,27 +291,13 @@ func (in *Inspector) episode(w http.ResponseWriter, r *http.Request, c Caller) (
 		return page{}, err
 	}
 	d := episodeData{Episode: ep}
-	// The facts it supports: rows of the subjects its facts are about
-	// whose sources include it.
-	subjects, err := in.cfg.Store.SubjectsFrom(ctx, c.Tenant, []string{ep.ID}, time.Time{})
+	rows, err := in.supportedBy(ctx, c.Tenant, ep.ID)
 	if err != nil {
 		return page{}, err
 	}
-	for _, s := range subjects {
-		attrs, err := in.cfg.Store.Attributes(ctx, c.Tenant, s)
-		if err != nil {
-			return page{}, err
-		}
-		for _, a := range attrs {
-			rows, err := in.cfg.Store.History(ctx, sgam.Key{Tenant: c.Tenant, Subject: s, Attribute: a})
-			if err != nil {
-				return page{}, err
-			}
-			for _, f := range rows {
-				if f.RetractedAt == nil && slices.Contains(f.Sources, ep.ID) {
-					d.Facts = append(d.Facts, f)
-				}
-			}
+	for _, f := range rows {
+		if f.RetractedAt == nil { // the believed ones
+			d.Facts = append(d.Facts, f)
 		}
 	}
 	recs, err := in.cfg.Store.Extractions(ctx, c.Tenant, ep.ID)
@@ -410,30 +441,17 @@ func (in *Inspector) forgetPreview(w http.ResponseWriter, r *http.Request, c Cal
 		return page{name: "forget", data: d, status: http.StatusBadRequest}, nil
 	}
 	d.Preview = true
-	rows := func(subject string) ([]sgam.Fact, error) {
-		attrs, err := in.cfg.Store.Attributes(ctx, c.Tenant, subject)
-		if err != nil {
-			return nil, err
-		}
-		var out []sgam.Fact
-		for _, a := range attrs {
-			h, err := in.cfg.Store.History(ctx, sgam.Key{Tenant: c.Tenant, Subject: subject, Attribute: a})
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, h...)
-		}
-		return out, nil
-	}
 	if d.Subject != "" {
-		fs, err := rows(d.Subject)
+		hist, err := in.history(ctx, c.Tenant, d.Subject)
 		if err != nil {
 			return page{}, err
 		}
-		if len(fs) == 0 {
+		if len(hist) == 0 {
 			return page{}, sgam.Errorf(sgam.NotFound, "subject", "no such subject")
 		}
-		d.Facts = fs
+		for _, h := range hist {
+			d.Facts = append(d.Facts, h.rows...)
+		}
 		return page{name: "forget", data: d}, nil
 	}
 	ep, err := in.cfg.Store.Episode(ctx, c.Tenant, d.Episode)
@@ -441,24 +459,15 @@ func (in *Inspector) forgetPreview(w http.ResponseWriter, r *http.Request, c Cal
 		return page{}, err
 	}
 	d.Content = ep.Content
-	subjects, err := in.cfg.Store.SubjectsFrom(ctx, c.Tenant, []string{ep.ID}, time.Time{})
+	rows, err := in.supportedBy(ctx, c.Tenant, ep.ID)
 	if err != nil {
 		return page{}, err
 	}
-	for _, s := range subjects {
-		fs, err := rows(s)
-		if err != nil {
-			return page{}, err
-		}
-		for _, f := range fs {
-			if !slices.Contains(f.Sources, ep.ID) {
-				continue
-			}
-			if len(f.Sources) == 1 {
-				d.Facts = append(d.Facts, f)
-			} else {
-				d.Kept = append(d.Kept, f)
-			}
+	for _, f := range rows {
+		if len(f.Sources) == 1 {
+			d.Facts = append(d.Facts, f)
+		} else {
+			d.Kept = append(d.Kept, f)
 		}
 	}
 	return page{name: "forget", data: d}, nil
