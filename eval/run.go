@@ -969,8 +969,6 @@ func (r *runner) forget(ctx context.Context, f *Forget) error {
 	return nil
 }
 
-
-
 func (r *runner) review(ctx context.Context, st *Step) error {
 	rv := st.Confirm
 	if rv == nil {

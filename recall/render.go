@@ -289,5 +289,3 @@ func sameJSON(a, b json.RawMessage) bool {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-
