@@ -50,3 +50,9 @@ func FuzzSnippet(f *testing.F) {
 		}
 	})
 }
+
+func TestTokens(t *testing.T) {
+	require.Equal(t, []string{"mira", "don", "t", "say", "café", "42", "o", "neill"}, Tokens("Mira's DON'T say: café-42, O’Neill’s"))
+	require.Empty(t, Tokens("' ’s -- "))
+	require.Equal(t, Stem("deadlines"), Stem(strings.Clone("deadlines")), "a remembered stem is the stemmer's")
+}
