@@ -106,7 +106,9 @@ func Stem(w string) string {
 
 // stems remembers the stems of the words seen lately: recall stems the
 // words of every candidate episode, which repeat from one question to the
-// next, and the stemmer allocates. It forgets everything when it holds
+// next, and the stemmer allocates. It holds words alone, no tenant and no
+// episode, in this process's memory only (a forgotten episode's words may
+// stay in it until it is next emptied). It forgets everything when it holds
 // maxStems (n counts the words added since).
 var stems struct {
 	m sync.Map

@@ -49,8 +49,8 @@ type RecallResult struct {
 	Facts     int    `json:"facts"`
 	Questions int    `json:"questions"`
 	// Latency is of the questions asked right after the load; Settled
-	// (SQLite) of the same number asked again once the store had merged
-	// its full-text index, which took Settle.
+	// (SQLite) of as many asked again once the store had merged its
+	// full-text index, which took Settle after the first.
 	Latency
 	Settle  time.Duration `json:"settle_ns,omitempty"`
 	Settled *Latency      `json:"settled,omitempty"`
@@ -197,7 +197,7 @@ func Recall(ctx context.Context, opts RecallOptions) (RecallResult, error) {
 	if opts.DSN == "" {
 		// The load left the full-text index in segments that the store
 		// merges once it is idle (store/sqlite's checkpointer), and the
-		// questions above ran beside that merge; the same questions again
+		// questions above ran beside that merge; as many questions again
 		// once it is done, when the WAL is truncated.
 		start := time.Now()
 		if err := settle(ctx, dsn+"-wal"); err != nil {
