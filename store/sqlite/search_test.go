@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -52,43 +51,4 @@ func TestSearchBackfill(t *testing.T) {
 	hits, err = s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "w4499"})
 	require.NoError(t, err)
 	require.Empty(t, hits)
-}
-
-// TestIdleStoreMergesTheSearchIndex: captures one by one leave the
-// full-text index in many segments, each of which a search seeks into;
-// once the store is idle, the checkpointer merges them (migration 0008),
-// then truncates the WAL, and every episode is found as before.
-func TestIdleStoreMergesTheSearchIndex(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "m.db")
-	s, err := Open(ctx, path, Options{})
-	require.NoError(t, err)
-	defer s.Close()
-	s.d.ckpt.stop <- struct{}{} // the test runs the checkpointer's steps
-	const n = 150
-	for i := range n {
-		_, err := s.AddEpisode(ctx, sgam.Episode{Tenant: "acme", ID: fmt.Sprintf("e%03d", i), Content: fmt.Sprintf("note w%d about zebras", i)})
-		require.NoError(t, err)
-	}
-	segments := func() int {
-		var k int
-		require.NoError(t, s.d.queryRow(ctx, `SELECT count(DISTINCT segid) FROM search_fts_idx`).Scan(&k))
-		return k
-	}
-	before := segments()
-	require.Greater(t, before, 3, "one capture per commit leaves segments at several levels")
-	for range 8 {
-		s.d.ckpt.step()
-	}
-	require.LessOrEqual(t, segments(), 2, "an idle store merges the index (from %d segments)", before)
-	fi, err := os.Stat(path + "-wal")
-	require.NoError(t, err)
-	require.Zero(t, fi.Size(), "and truncates the WAL once merged")
-	hits, err := s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "zebras", Limit: sgam.MaxSearchLimit})
-	require.NoError(t, err)
-	require.Len(t, hits, n)
-	hits, err = s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "w77", Limit: 5})
-	require.NoError(t, err)
-	require.Len(t, hits, 1)
-	require.Equal(t, "e077", hits[0].Episode.ID)
 }
