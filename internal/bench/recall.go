@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,13 +44,16 @@ type RecallOptions struct {
 
 // RecallResult is one run of the recall benchmark.
 type RecallResult struct {
-	Store     string        `json:"store"`
-	Episodes  int           `json:"episodes"`
-	Facts     int           `json:"facts"`
-	Questions int           `json:"questions"`
-	Mean      time.Duration `json:"mean_ns"`
-	P50       time.Duration `json:"p50_ns"`
-	P99       time.Duration `json:"p99_ns"`
+	Store     string `json:"store"`
+	Episodes  int    `json:"episodes"`
+	Facts     int    `json:"facts"`
+	Questions int    `json:"questions"`
+	// Latency is of the questions asked right after the load; Settled
+	// (SQLite) of as many asked again once the store had merged its
+	// full-text index, which took Settle after the first.
+	Latency
+	Settle  time.Duration `json:"settle_ns,omitempty"`
+	Settled *Latency      `json:"settled,omitempty"`
 	// Facts and evidence episodes per answer, and its tokens, on average.
 	FactsPerAnswer    float64 `json:"facts_per_answer"`
 	EvidencePerAnswer float64 `json:"evidence_per_answer"`
@@ -60,6 +64,58 @@ type RecallResult struct {
 	CaptureIndexed time.Duration `json:"capture_indexed_ns,omitempty"`
 	CapturePlain   time.Duration `json:"capture_plain_ns,omitempty"`
 	CaptureRatio   float64       `json:"capture_ratio,omitempty"`
+}
+
+// Latency is the mean, p50 and p99 of a run of questions.
+type Latency struct {
+	Mean time.Duration `json:"mean_ns"`
+	P50  time.Duration `json:"p50_ns"`
+	P99  time.Duration `json:"p99_ns"`
+}
+
+// askAll asks n questions one after the other and returns their latency;
+// with res, it adds what the answers held on average.
+func askAll(ctx context.Context, r *recall.Recaller, c *corpus, sample map[int]sgam.Episode, n int, res *RecallResult, progress Progress, phase string) (Latency, error) {
+	times := make([]time.Duration, 0, n)
+	var facts, evidence, tokens int
+	for i := range n {
+		start := time.Now()
+		ans, err := ask(ctx, r, c, sample)
+		times = append(times, time.Since(start))
+		if err != nil {
+			return Latency{}, err
+		}
+		facts, evidence, tokens = facts+len(ans.Facts), evidence+len(ans.Evidence), tokens+ans.Tokens
+		if (i+1)%100 == 0 || i == n-1 {
+			progress(phase, i+1, n)
+		}
+	}
+	var sum time.Duration
+	for _, t := range times {
+		sum += t
+	}
+	slices.Sort(times)
+	if res != nil {
+		res.FactsPerAnswer, res.EvidencePerAnswer, res.TokensPerAnswer = float64(facts)/float64(n), float64(evidence)/float64(n), float64(tokens)/float64(n)
+	}
+	return Latency{Mean: sum / time.Duration(n), P50: times[n/2], P99: times[min(n-1, n*99/100)]}, nil
+}
+
+// settle waits until the SQLite store whose WAL is wal is idle and done
+// merging: its checkpointer truncates the WAL only then (or two minutes).
+func settle(ctx context.Context, wal string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if fi, err := os.Stat(wal); err == nil && fi.Size() == 0 || os.IsNotExist(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the store did not settle (merge its index and truncate its WAL) within two minutes")
 }
 
 // corpus generates the benchmark's texts: pseudo-words, Zipf-distributed
@@ -135,28 +191,24 @@ func Recall(ctx context.Context, opts RecallOptions) (RecallResult, error) {
 		return res, err
 	}
 	r := recall.New(s)
-	times := make([]time.Duration, 0, opts.Questions)
-	var facts, evidence, tokens int
-	for i := range opts.Questions {
+	if res.Latency, err = askAll(ctx, r, c, sample, opts.Questions, &res, progress, "questions"); err != nil {
+		return res, err
+	}
+	if opts.DSN == "" {
+		// The load left the full-text index in segments that the store
+		// merges once it is idle (store/sqlite's checkpointer), and the
+		// questions above ran beside that merge; as many questions again
+		// once it is done, when the WAL is truncated.
 		start := time.Now()
-		ans, err := ask(ctx, r, c, sample)
-		times = append(times, time.Since(start))
+		if err := settle(ctx, dsn+"-wal"); err != nil {
+			return res, err
+		}
+		res.Settle = time.Since(start)
+		settled, err := askAll(ctx, r, c, sample, opts.Questions, nil, progress, "questions, settled")
 		if err != nil {
 			return res, err
 		}
-		facts, evidence, tokens = facts+len(ans.Facts), evidence+len(ans.Evidence), tokens+ans.Tokens
-		if (i+1)%100 == 0 || i == opts.Questions-1 {
-			progress("questions", i+1, opts.Questions)
-		}
-	}
-	if n := len(times); n > 0 {
-		var sum time.Duration
-		for _, t := range times {
-			sum += t
-		}
-		slices.Sort(times)
-		res.Mean, res.P50, res.P99 = sum/time.Duration(n), times[n/2], times[min(n-1, n*99/100)]
-		res.FactsPerAnswer, res.EvidencePerAnswer, res.TokensPerAnswer = float64(facts)/float64(n), float64(evidence)/float64(n), float64(tokens)/float64(n)
+		res.Settled = &settled
 	}
 	if opts.Capture > 0 {
 		if err := captureCost(ctx, opts, &res, progress); err != nil {

@@ -21,6 +21,8 @@ func TestRecallBench(t *testing.T) {
 	require.Greater(t, res.EvidencePerAnswer, 1.0)
 	require.Greater(t, res.FactsPerAnswer, 0.5)
 	require.Positive(t, res.CaptureRatio)
+	require.NotNil(t, res.Settled, "SQLite asks again once the store has settled")
+	require.Positive(t, res.Settled.P50)
 }
 
 // BenchmarkRecall: one recall per op (lexical evidence on, the default

@@ -99,6 +99,15 @@ func (s *db) check(ctx context.Context) ([]sgam.Violation, error) {
 		out = append(out, sgam.Violation{Rule: "foreign_key", Message: fmt.Sprintf("a row of %s points at a missing row of %s", table, parent)})
 	}
 	fk.Close()
+	// quick_check checks the full-text index through the structure FTS5
+	// keeps cached on this connection, without first asking whether
+	// another connection has rewritten the index since (a capture's merge,
+	// the idle merge, another process): on a stale structure it reports
+	// segments those merges removed as corrupt. A search revalidates it.
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH 'sgam' LIMIT 1)`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("check integrity: %w", err)
+	}
 	var integrity string
 	if err := tx.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&integrity); err != nil {
 		return nil, fmt.Errorf("check integrity: %w", err)

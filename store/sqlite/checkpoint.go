@@ -33,7 +33,8 @@ const defaultWALLimitMiB = 64
 // database of a few). Three things bound it: the writer's
 // journal_size_limit cuts it back at each new start; when a run finds the
 // WAL fully copied and no commit since the run before (the store is idle),
-// it truncates the WAL to nothing; and so does closing the store. The
+// it merges the full-text index (merge) and, once nothing is left to
+// merge, truncates the WAL to nothing; and so does closing the store. The
 // truncating checkpoint takes the write lock, so the checkpointer's
 // connection has no busy timeout: if a writer or a reader is in the way it
 // gives up at once and tries again at the next idle run.
@@ -76,7 +77,8 @@ func (c *checkpointer) run() {
 	}
 }
 
-// step runs one checkpoint, and truncates the WAL when the store is idle.
+// step runs one checkpoint; when the store is idle, it merges the
+// full-text index's segments, and once they are merged truncates the WAL.
 // An error (busy, or a store closing) is left to the next run, and the
 // writer's own automatic checkpoint is the backstop.
 func (c *checkpointer) step() {
@@ -88,11 +90,53 @@ func (c *checkpointer) step() {
 	}
 	idle := frames > 0 && done == frames && frames == c.frames
 	c.frames = frames
-	if idle {
-		if _, _, _, err := c.checkpoint("TRUNCATE"); err == nil {
-			c.frames = 0
+	if !idle {
+		return
+	}
+	if merged, err := c.merge(); err == nil && !merged {
+		return // the next idle run merges on (a failed merge, busy, waits for the next burst)
+	}
+	if _, _, _, err := c.checkpoint("TRUNCATE"); err == nil {
+		c.frames = 0
+	}
+}
+
+// Each idle run merges the full-text index for at most mergeBudget, in
+// steps that write about mergePages pages each: a writer that arrives
+// meanwhile waits for one step at most (some milliseconds), and a
+// search on a merged index seeks into fewer segments (migration 0008).
+const (
+	mergeBudget = 100 * time.Millisecond
+	mergePages  = 200
+)
+
+// merge runs merge steps of the full-text index until none is left to do
+// (merged) or the run's budget is spent. FTS5 tells that a step found
+// nothing to merge by changing fewer than two rows.
+func (c *checkpointer) merge() (merged bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := c.db.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	for start := time.Now(); time.Since(start) < mergeBudget; {
+		var before, after int64
+		if err := conn.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
+			return false, err
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO search_fts (search_fts, rank) VALUES ('merge', ?)`, mergePages); err != nil {
+			return false, err
+		}
+		if err := conn.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
+			return false, err
+		}
+		if after-before < 2 {
+			return true, nil
 		}
 	}
+	return false, nil
 }
 
 // checkpoint runs PRAGMA wal_checkpoint(mode): it answers whether it was

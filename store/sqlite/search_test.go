@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -51,4 +53,73 @@ func TestSearchBackfill(t *testing.T) {
 	hits, err = s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "w4499"})
 	require.NoError(t, err)
 	require.Empty(t, hits)
+}
+
+// TestIdleStoreMergesTheSearchIndex: captures one by one leave the
+// full-text index in many segments, each of which a search seeks into;
+// once the store is idle, the checkpointer merges them (migration 0008),
+// then truncates the WAL, and every episode is found as before.
+func TestIdleStoreMergesTheSearchIndex(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	s.d.ckpt.stop <- struct{}{} // the test runs the checkpointer's steps
+	const n = 150
+	for i := range n {
+		_, err := s.AddEpisode(ctx, sgam.Episode{Tenant: "acme", ID: fmt.Sprintf("e%03d", i), Content: fmt.Sprintf("note w%d about zebras", i)})
+		require.NoError(t, err)
+	}
+	segments := func() int {
+		var k int
+		require.NoError(t, s.d.queryRow(ctx, `SELECT count(DISTINCT segid) FROM search_fts_idx`).Scan(&k))
+		return k
+	}
+	before := segments()
+	require.Greater(t, before, 3, "one capture per commit leaves segments at several levels")
+	for range 8 {
+		s.d.ckpt.step()
+	}
+	require.LessOrEqual(t, segments(), 2, "an idle store merges the index (from %d segments)", before)
+	fi, err := os.Stat(path + "-wal")
+	require.NoError(t, err)
+	require.Zero(t, fi.Size(), "and truncates the WAL once merged")
+	hits, err := s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "zebras", Limit: sgam.MaxSearchLimit})
+	require.NoError(t, err)
+	require.Len(t, hits, n)
+	hits, err = s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "w77", Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, hits, 1)
+	require.Equal(t, "e077", hits[0].Episode.ID)
+}
+
+// TestCheckAfterTheIndexWasMerged: check's quick_check reads the
+// full-text index through the structure FTS5 caches per connection; after
+// another connection merged the index (the idle merge here; a capture's
+// own merge or another process alike) a stale structure named the merged
+// segments as corruption until the check revalidated it.
+func TestCheckAfterTheIndexWasMerged(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"), Options{ReadConns: 1})
+	require.NoError(t, err)
+	defer s.Close()
+	s.d.ckpt.stop <- struct{}{} // the test merges when it wants
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var eps []sgam.Episode
+	for i := range 600 {
+		eps = append(eps, sgam.Episode{Tenant: []string{"acme", "globex"}[i%2], ID: fmt.Sprintf("e%03d", i), Kind: sgam.KindMessage,
+			Content: fmt.Sprintf("note w%d about zebras %d", i%50, i), OccurredAt: base.Add(time.Duration(i) * time.Minute), RecordedAt: base.Add(time.Duration(i) * time.Minute)})
+	}
+	_, err = s.Import(ctx, sgam.ImportBatch{Episodes: eps})
+	require.NoError(t, err)
+	v, err := s.Check(ctx) // the one reader caches the index's structure
+	require.NoError(t, err)
+	require.Empty(t, v)
+	merged, err := s.d.ckpt.merge()
+	require.NoError(t, err)
+	require.True(t, merged)
+	v, err = s.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, v, "a check after the index was merged elsewhere")
 }
