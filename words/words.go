@@ -250,9 +250,11 @@ func Candidates(text string, max int) []string {
 const MaxRankedRows = 400
 
 // Selective returns the terms worth searching for, given how many rows
-// of the index hold each (rows[i] for terms[i]): the rarest first, then
-// the next rarest while the rows they hold together stay within
-// MaxRankedRows, in the terms' order.
+// of the index hold each (rows[i] for terms[i]): the rarest that some row
+// holds first (with any that none holds), then the next rarest while the
+// rows they hold together stay within MaxRankedRows, in the terms' order.
+// A term no row holds (a misspelling) is not the one that keeps the
+// question's only other term out.
 func Selective(terms []string, rows []int) []string {
 	order := make([]int, len(terms))
 	for i := range order {
@@ -261,8 +263,8 @@ func Selective(terms []string, rows []int) []string {
 	slices.SortStableFunc(order, func(a, b int) int { return rows[a] - rows[b] })
 	keep := make([]bool, len(terms))
 	total := 0
-	for k, i := range order {
-		if k > 0 && total+rows[i] > MaxRankedRows {
+	for _, i := range order {
+		if total > 0 && total+rows[i] > MaxRankedRows {
 			break
 		}
 		total += rows[i]

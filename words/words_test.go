@@ -56,3 +56,22 @@ func TestTokens(t *testing.T) {
 	require.Empty(t, Tokens("' ’s -- "))
 	require.Equal(t, Stem("deadlines"), Stem(strings.Clone("deadlines")), "a remembered stem is the stemmer's")
 }
+
+func TestSelective(t *testing.T) {
+	for _, c := range []struct {
+		terms []string
+		rows  []int
+		want  []string
+	}{
+		{[]string{"a", "b", "c", "d"}, []int{500, 3, 100, 350}, []string{"b", "c"}},
+		{[]string{"a", "b"}, []int{MaxRankedRows - 1, 1}, []string{"a", "b"}},
+		{[]string{"common"}, []int{10 * MaxRankedRows}, []string{"common"}},
+		{[]string{"commoner", "common"}, []int{20 * MaxRankedRows, 10 * MaxRankedRows}, []string{"common"}},
+		// A term no row holds is kept, and does not count as the rarest.
+		{[]string{"pizzza", "weather"}, []int{0, 5 * MaxRankedRows}, []string{"pizzza", "weather"}},
+		{[]string{"pizzza", "weather", "rain"}, []int{0, 5 * MaxRankedRows, 7}, []string{"pizzza", "rain"}},
+		{nil, nil, nil},
+	} {
+		require.Equal(t, c.want, Selective(c.terms, c.rows), "%v %v", c.terms, c.rows)
+	}
+}
