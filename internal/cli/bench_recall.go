@@ -23,10 +23,11 @@ from a Zipf distribution over 20,000 words, each naming one of 1,000
 subjects) and --facts facts citing them, beside a second tenant with the same
 words: --questions questions, one after the other, each naming a subject and
 words of what it said, answered with the defaults (5 evidence episodes, 800
-tokens). It prints the mean, p50 and p99 per question. On SQLite the store
-then settles (once idle, it merges its full-text index, and then truncates
-its WAL; the first questions ran beside that merge) and as many questions
-are asked again.
+tokens). It prints the mean, p50 and p99 per question. Then the store
+settles and as many questions are asked again: SQLite, once idle, merges
+its full-text index and then truncates its WAL (the first questions ran
+beside that merge); on PostgreSQL it runs VACUUM (ANALYZE), the work
+autovacuum does after a load.
 
 Then, with --capture N, it captures N episodes one after the other into a
 fresh store with the full-text index and into one without it (its triggers
@@ -73,7 +74,7 @@ SQLite's only).`,
 			fmt.Fprintf(w, "store\t%s, one tenant of %d episodes and %d facts\n", res.Store, res.Episodes, res.Facts)
 			fmt.Fprintf(w, "recall\t%s mean, p50 %s, p99 %s (%d questions)\n", ms(res.Mean), ms(res.P50), ms(res.P99), res.Questions)
 			if res.Settled != nil {
-				fmt.Fprintf(w, "settled\t%s mean, p50 %s, p99 %s (as many again, once the store had merged its index: %.1f s after the first)\n", ms(res.Settled.Mean), ms(res.Settled.P50), ms(res.Settled.P99), res.Settle.Seconds())
+				fmt.Fprintf(w, "settled\t%s mean, p50 %s, p99 %s (as many again, once the store had settled: %.1f s after the first)\n", ms(res.Settled.Mean), ms(res.Settled.P50), ms(res.Settled.P99), res.Settle.Seconds())
 			}
 			fmt.Fprintf(w, "answer\t%.1f facts, %.1f evidence episodes, %.0f tokens on average\n", res.FactsPerAnswer, res.EvidencePerAnswer, res.TokensPerAnswer)
 			if res.CaptureRatio > 0 {

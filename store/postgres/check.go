@@ -73,7 +73,31 @@ func (s *db) Check(ctx context.Context) ([]sgam.Violation, error) {
 				return err
 			}
 		}
-		return nil
+		// The search terms (migration 0008) are those of each episode's
+		// tsvector, no more and no fewer.
+		rows, err = tx.Query(ctx, `SELECT coalesce(e.tenant_id, t.tenant_id), coalesce(e.episode_id, t.episode_id), e.episode_id IS NULL
+			FROM episodes e FULL JOIN (SELECT tenant_id, episode_id, array_agg(term ORDER BY term) AS terms
+				FROM search_terms GROUP BY tenant_id, episode_id) t
+			ON t.tenant_id = e.tenant_id AND t.episode_id = e.episode_id
+			WHERE t.terms IS DISTINCT FROM (SELECT array_agg(x ORDER BY x) FROM unnest(tsvector_to_array(e.search)) x)
+			ORDER BY 1, 2`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var tenant, episode string
+			var gone bool
+			if err := rows.Scan(&tenant, &episode, &gone); err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("episode %s: its search terms are not those of its content (sgam reindex rebuilds them)", episode)
+			if gone {
+				msg = fmt.Sprintf("episode %s is gone, and its search terms are left (sgam reindex deletes them)", episode)
+			}
+			out = append(out, sgam.Violation{Rule: "search_index", Tenant: tenant, Message: msg})
+		}
+		return rows.Err()
 	})
 	return out, err
 }

@@ -158,7 +158,7 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 // scans (the n before it in its session, the n after).
 func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, knownAt int64) (map[string]sgam.Window, error) {
 	out := map[string]sgam.Window{}
-	err := s.read(ctx, tenant, "episodes around", func(tx pgx.Tx) error {
+	err := s.readEach(ctx, tenant, "episodes around", func(tx querier) error {
 		rows, err := tx.Query(ctx, `SELECT t.episode_id, w.side, w.* FROM episodes t CROSS JOIN LATERAL (
 				(SELECT 0 AS side, `+episodeColumnsOf("x")+` FROM episodes x
 				 WHERE x.tenant_id = t.tenant_id AND x.session = t.session AND (x.occurred_at, x.episode_id) < (t.occurred_at, t.episode_id) AND x.recorded_at <= $4

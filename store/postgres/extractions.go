@@ -26,7 +26,7 @@ func (t *tx) InsertExtraction(x sgam.Extraction) error {
 // Extractions implements engine.Reader.
 func (s *db) Extractions(ctx context.Context, tenant, episodeID string) ([]sgam.Extraction, error) {
 	var out []sgam.Extraction
-	err := s.read(ctx, tenant, "list extractions", func(tx pgx.Tx) error {
+	err := s.readEach(ctx, tenant, "list extractions", func(tx querier) error {
 		rows, err := tx.Query(ctx, `SELECT record FROM extractions WHERE tenant_id = $1 AND episode_id = $2 ORDER BY recorded_at, seq`, tenant, episodeID)
 		if err != nil {
 			return err
@@ -50,7 +50,7 @@ func (s *db) Extractions(ctx context.Context, tenant, episodeID string) ([]sgam.
 
 // ExtractionByPrompt implements engine.Reader.
 func (s *db) ExtractionByPrompt(ctx context.Context, tenant, digest string) (x sgam.Extraction, found bool, err error) {
-	err = s.read(ctx, tenant, "read extraction", func(tx pgx.Tx) error {
+	err = s.readEach(ctx, tenant, "read extraction", func(tx querier) error {
 		var body string
 		err := tx.QueryRow(ctx, `SELECT record FROM extractions WHERE tenant_id = $1 AND prompt_digest = $2 AND status <> $3
 			ORDER BY recorded_at DESC, seq DESC LIMIT 1`, tenant, digest, sgam.ExtractionFailed).Scan(&body)

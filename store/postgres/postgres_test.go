@@ -44,6 +44,8 @@ func TestRowLevelSecurity(t *testing.T) {
 		_, err := s.Assert(ctx, sgam.Assertion{Key: sgam.Key{Tenant: tenant, Subject: "mira", Attribute: "city"},
 			Value: []byte(`"Oslo"`), ValidFrom: time.Now().Add(-time.Hour), Source: "e1"})
 		require.NoError(t, err)
+		_, err = s.AddEpisode(ctx, sgam.Episode{Tenant: tenant, ID: "e2", Kind: sgam.KindMessage, Content: "passport renewal", OccurredAt: time.Now()})
+		require.NoError(t, err)
 	}
 	count := func(setup string) map[string]int {
 		conn, err := pgx.Connect(ctx, url)
@@ -57,17 +59,17 @@ func TestRowLevelSecurity(t *testing.T) {
 			require.NoError(t, err)
 		}
 		out := map[string]int{}
-		for _, table := range []string{"facts", "episodes", "evidence"} {
+		for _, table := range []string{"facts", "episodes", "evidence", "search_terms"} {
 			var n int
 			require.NoError(t, tx.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n)) // no tenant filter
 			out[table] = n
 		}
 		return out
 	}
-	none := map[string]int{"facts": 0, "episodes": 0, "evidence": 0}
+	none := map[string]int{"facts": 0, "episodes": 0, "evidence": 0, "search_terms": 0}
 	require.Equal(t, none, count(""), "no tenant set: nothing")
 	require.Equal(t, none, count(`SELECT set_config('sgam.tenant', 'initech', true)`), "the wrong tenant: nothing")
-	require.Equal(t, map[string]int{"facts": 1, "episodes": 1, "evidence": 0}, count(`SELECT set_config('sgam.tenant', 'acme', true)`))
+	require.Equal(t, map[string]int{"facts": 1, "episodes": 2, "evidence": 0, "search_terms": 2}, count(`SELECT set_config('sgam.tenant', 'acme', true)`))
 
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
@@ -145,4 +147,55 @@ func TestBackendKilledMidWrite(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Assert(ctx, sgam.Assertion{Key: k, Value: []byte(`"stall"`), ValidFrom: at.Add(time.Minute), Source: "e2"})
 	require.NoError(t, err, "the retry succeeds")
+}
+
+// TestCheckSearchTerms: sgam check names an episode whose search terms
+// (migration 0008) are not those of its content, and terms left by an
+// episode that is gone.
+func TestCheckSearchTerms(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.URL(t)
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	for _, id := range []string{"e1", "e2"} {
+		_, err := s.AddEpisode(ctx, sgam.Episode{Tenant: "acme", ID: id, Kind: sgam.KindMessage, Content: "passport renewal", OccurredAt: time.Now()})
+		require.NoError(t, err)
+	}
+	v, err := s.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, v)
+
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT set_config('sgam.tenant', 'acme', true)`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `DELETE FROM search_terms WHERE episode_id = 'e1' AND term = 'passport'`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO search_terms (tenant_id, term, episode_id) VALUES ('acme', 'zebra', 'gone')`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+
+	v, err = s.Check(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []sgam.Violation{
+		{Rule: "search_index", Tenant: "acme", Message: "episode e1: its search terms are not those of its content (sgam reindex rebuilds them)"},
+		{Rule: "search_index", Tenant: "acme", Message: "episode gone is gone, and its search terms are left (sgam reindex deletes them)"},
+	}, v)
+
+	// A stray term of an episode that is there goes too.
+	_, err = conn.Exec(ctx, `BEGIN; SELECT set_config('sgam.tenant', 'acme', true);
+		INSERT INTO search_terms (tenant_id, term, episode_id) VALUES ('acme', 'zebra', 'e2'); COMMIT`)
+	require.NoError(t, err)
+	_, err = s.Reindex(ctx, "", nil)
+	require.NoError(t, err)
+	v, err = s.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, v, "reindex rebuilt the terms")
+	hits, err := s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "zebra passport"})
+	require.NoError(t, err)
+	require.Len(t, hits, 2)
 }

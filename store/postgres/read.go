@@ -141,8 +141,14 @@ func (s *db) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, err
 // Subjects implements engine.Reader.
 func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]string, error) {
 	var out []string
-	err := s.read(ctx, tenant, "find subjects", func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT DISTINCT subject FROM facts WHERE tenant_id = $1 AND subject = ANY($2) AND retracted_at IS NULL`, tenant, ids)
+	err := s.readEach(ctx, tenant, "find subjects", func(tx querier) error {
+		// Each id stops at its first believed row (DISTINCT over the rows
+		// would read every row of each subject), in a LATERAL ... LIMIT 1,
+		// which the planner keeps an index probe per id: it turns an
+		// EXISTS into a semi-join, which before the table's first ANALYZE
+		// it ran as a walk of the whole tenant (140 ms, against 0.2 ms).
+		rows, err := tx.Query(ctx, `SELECT id FROM unnest($2::text[]) id CROSS JOIN LATERAL (
+			SELECT 1 FROM facts WHERE tenant_id = $1 AND subject = id AND retracted_at IS NULL LIMIT 1) f`, tenant, ids)
 		if err != nil {
 			return err
 		}
@@ -155,7 +161,7 @@ func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]strin
 // SubjectsFrom implements engine.Reader.
 func (s *db) SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt int64) ([]string, error) {
 	var out []string
-	err := s.read(ctx, tenant, "find subjects", func(tx pgx.Tx) error {
+	err := s.readEach(ctx, tenant, "find subjects", func(tx querier) error {
 		k := sgam.FromMicros(knownAt)
 		rows, err := tx.Query(ctx, `SELECT DISTINCT subject FROM facts WHERE tenant_id = $1 AND source = ANY($2)
 			AND recorded_at <= $3 AND (retracted_at IS NULL OR retracted_at > $3) ORDER BY subject`, tenant, episodes, k)
@@ -172,10 +178,23 @@ func (s *db) SubjectsFrom(ctx context.Context, tenant string, episodes []string,
 func (s *db) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
 	v, k := s.instants(at)
 	asOfSQL, knownSQL, times := readInstants(v, k, 3)
-	return s.queryFacts(ctx, tenant, "state of "+subject, `SELECT `+factColumns(knownSQL)+` FROM facts f
-		WHERE tenant_id = $1 AND subject = $2 AND valid_from <= `+asOfSQL+` AND (valid_to IS NULL OR valid_to > `+asOfSQL+`)
-		  AND recorded_at <= `+knownSQL+` AND (retracted_at IS NULL OR retracted_at > `+knownSQL+`) AND value_text IS NOT NULL
-		ORDER BY attribute, member`, append([]any{tenant, subject}, times...)...)
+	// Key by key, as on SQLite: k walks the subject's keys (attribute,
+	// member) by index seeks, and each key's row at the instants is the
+	// newest believed one starting by as_of, if it still holds then (Get's
+	// rule). Reading every row of the subject instead costs its whole
+	// history: 4 ms a recall for subjects of 1,000 rows.
+	return s.queryFacts(ctx, tenant, "state of "+subject, `WITH RECURSIVE k(attribute, member) AS (
+			(SELECT attribute, member FROM facts WHERE tenant_id = $1 AND subject = $2 ORDER BY attribute, member LIMIT 1)
+			UNION ALL
+			SELECT n.attribute, n.member FROM k CROSS JOIN LATERAL (
+				SELECT attribute, member FROM facts WHERE tenant_id = $1 AND subject = $2 AND (attribute, member) > (k.attribute, k.member)
+				ORDER BY attribute, member LIMIT 1) n)
+		SELECT `+factColumns(knownSQL)+` FROM k CROSS JOIN LATERAL (
+			SELECT * FROM facts g WHERE g.tenant_id = $1 AND g.subject = $2 AND g.attribute = k.attribute AND g.member = k.member
+			  AND g.valid_from <= `+asOfSQL+` AND g.recorded_at <= `+knownSQL+` AND (g.retracted_at IS NULL OR g.retracted_at > `+knownSQL+`)
+			ORDER BY g.valid_from DESC LIMIT 1) f
+		WHERE (f.valid_to IS NULL OR f.valid_to > `+asOfSQL+`) AND f.value_text IS NOT NULL
+		ORDER BY f.attribute, f.member`, append([]any{tenant, subject}, times...)...)
 }
 
 // Members implements engine.Reader.
@@ -195,23 +214,16 @@ func (s *db) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) {
 }
 
 // queryFacts runs a query of facts within a tenant's scope, in one round trip.
-func (s *db) queryFacts(ctx context.Context, tenant, what, query string, args ...any) ([]sgam.Fact, error) {
-	bt := newBatch(tenant)
-	bt.Queue(query, args...)
-	br := s.pool.SendBatch(ctx, bt)
-	defer br.Close()
-	if err := skipScope(br); err != nil {
-		return nil, mapErr(fmt.Errorf("%s: %w", what, err))
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("%s: %w", what, err))
-	}
-	out, err := collectFacts(rows)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("%s: %w", what, err))
-	}
-	return out, nil
+func (s *db) queryFacts(ctx context.Context, tenant, what, query string, args ...any) (out []sgam.Fact, err error) {
+	err = s.readEach(ctx, tenant, what, func(tx querier) error {
+		rows, err := tx.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		out, err = collectFacts(rows)
+		return err
+	})
+	return out, err
 }
 
 // Trace implements engine.Reader.
@@ -294,7 +306,7 @@ func collectFacts(rows pgx.Rows) ([]sgam.Fact, error) {
 // however long their histories.
 func (s *db) Attributes(ctx context.Context, tenant, subject string, limit int) ([]string, error) {
 	var out []string
-	err := s.read(ctx, tenant, "attributes of "+subject, func(tx pgx.Tx) error {
+	err := s.readEach(ctx, tenant, "attributes of "+subject, func(tx querier) error {
 		rows, err := tx.Query(ctx, `WITH RECURSIVE a(attr) AS (
 			SELECT min(attribute) FROM facts WHERE tenant_id = $1 AND subject = $2
 			UNION ALL

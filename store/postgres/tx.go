@@ -130,6 +130,7 @@ func (t *tx) send(bt *pgx.Batch) error {
 	return t.c.SendBatch(t.ctx, bt).Close()
 }
 
+// errRow is a row whose statement could not be sent.
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/words"
 )
 
 func runSearch(t *testing.T, newStore Factory) {
@@ -56,6 +57,25 @@ func runSearch(t *testing.T, newStore Factory) {
 		requireCode(t, err, sgam.Invalid, "text")
 		_, err = b.store.SearchEpisodes(b.ctx, sgam.SearchQuery{Text: "x"})
 		requireCode(t, err, sgam.Invalid, "tenant")
+	})
+
+	t.Run("CommonTermsLeftOut", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		// More episodes hold "weather" than a search ranks, so a question
+		// with a rarer term is searched by that term alone.
+		for i := range words.MaxRankedRows + 1 {
+			b.episode(tenantA, "w"+itoa(i), "sunny weather", "2026-06-01T09:00:00Z")
+		}
+		b.episode(tenantA, "z1", "a zeppelin over the lake in this weather", "2026-06-01T10:00:00Z")
+		b.episode(tenantB, "z1", "a zeppelin", "2026-06-01T10:00:00Z")
+		b.episode(tenantB, "z2", "weather", "2026-06-01T10:00:00Z")
+		require.Equal(t, []string{"z1"}, search(b, tenantA, "zeppelin weather"), "the common term is left out")
+		require.Equal(t, []string{"z1"}, search(b, tenantA, "zeppelinz zeppelin weather"), "and a term nothing holds does not count as the rarer")
+		require.Len(t, search(b, tenantA, "weather"), 10, "the rarest term is searched however common")
+		require.Len(t, search(b, tenantA, "zeppelinz weather"), 10, "also beside a term nothing holds")
+		require.Equal(t, []string{"z1"}, search(b, tenantB, "zeppelin"), "the other tenant sees its own")
+		require.Equal(t, []string{"z2"}, search(b, tenantB, "weather"))
 	})
 
 	t.Run("KnownAtAndPlaceholders", func(t *testing.T) {
