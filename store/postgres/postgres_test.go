@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
@@ -198,4 +199,38 @@ func TestCheckSearchTerms(t *testing.T) {
 	hits, err := s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "zebra passport"})
 	require.NoError(t, err)
 	require.Len(t, hits, 2)
+}
+
+// TestDatabaseRefusesOverlap: the exclusion constraint (migration 0009:
+// on the key's hash) refuses a believed row that overlaps another of its
+// key, written by raw SQL past the store, and lets in a row of another key
+// with the same window.
+func TestDatabaseRefusesOverlap(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.URL(t)
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Assert(ctx, sgam.Assertion{Key: sgam.Key{Tenant: "acme", Subject: "mira", Attribute: "city"},
+		Value: []byte(`"Oslo"`), ValidFrom: time.Now().Add(-time.Hour), Source: "e1"})
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	copyRow := func(subject string, id int) error {
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx)
+		_, err = tx.Exec(ctx, `SELECT set_config('sgam.tenant', 'acme', true)`)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `INSERT INTO facts (tenant_id, fact_id, subject, attribute, member, value_text, valid_from, recorded_at, source, schema_version)
+			SELECT tenant_id, $2, $1, attribute, member, '"Rome"', valid_from + interval '1 minute', recorded_at, source, schema_version FROM facts`, subject, id)
+		return err
+	}
+	err = copyRow("mira", 1_000_001)
+	var pe *pgconn.PgError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "23P01", pe.Code, "exclusion violation")
+	require.Equal(t, "facts_believed_no_overlap", pe.ConstraintName)
+	require.NoError(t, copyRow("ana", 1_000_002), "another key's row with the same window")
 }
