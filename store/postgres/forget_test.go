@@ -64,7 +64,7 @@ func TestForgetLeavesNoContent(t *testing.T) {
 	_, err = conn.Exec(ctx, `SELECT set_config('sgam.scope', 'all', false)`)
 	require.NoError(t, err)
 	var kept int
-	for _, table := range []string{"episodes", "facts", "evidence", "pending", "audit", "schemas", "sgam_meta"} {
+	for _, table := range []string{"episodes", "facts", "evidence", "search_terms", "pending", "audit", "schemas", "sgam_meta"} {
 		rows, err := conn.Query(ctx, `SELECT t::text FROM `+table+` t`)
 		require.NoError(t, err)
 		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"os"
 	"testing"
 	"time"
@@ -150,15 +151,25 @@ func TestBackendKilledMidWrite(t *testing.T) {
 	require.NoError(t, err, "the retry succeeds")
 }
 
+// storeAndConn opens a store on a database of its own and a raw
+// connection to it, as the store's role, for writing past the store.
+func storeAndConn(t *testing.T) (*postgres.Store, *pgx.Conn) {
+	url := pgtest.URL(t)
+	s, err := postgres.Open(t.Context(), url, postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return s, conn
+}
+
 // TestCheckSearchTerms: sgam check names an episode whose search terms
 // (migration 0008) are not those of its content, and terms left by an
 // episode that is gone.
 func TestCheckSearchTerms(t *testing.T) {
 	ctx := t.Context()
-	url := pgtest.URL(t)
-	s, err := postgres.Open(ctx, url, postgres.Options{})
-	require.NoError(t, err)
-	defer s.Close()
+	s, conn := storeAndConn(t)
 	for _, id := range []string{"e1", "e2"} {
 		_, err := s.AddEpisode(ctx, sgam.Episode{Tenant: "acme", ID: id, Kind: sgam.KindMessage, Content: "passport renewal", OccurredAt: time.Now()})
 		require.NoError(t, err)
@@ -167,18 +178,10 @@ func TestCheckSearchTerms(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, v)
 
-	conn, err := pgx.Connect(ctx, url)
+	_, err = conn.Exec(ctx, `BEGIN; SELECT set_config('sgam.tenant', 'acme', true);
+		DELETE FROM search_terms WHERE episode_id = 'e1' AND term = 'passport';
+		INSERT INTO search_terms (tenant_id, term, episode_id) VALUES ('acme', 'zebra', 'gone'); COMMIT`)
 	require.NoError(t, err)
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `SELECT set_config('sgam.tenant', 'acme', true)`)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `DELETE FROM search_terms WHERE episode_id = 'e1' AND term = 'passport'`)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO search_terms (tenant_id, term, episode_id) VALUES ('acme', 'zebra', 'gone')`)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit(ctx))
 
 	v, err = s.Check(ctx)
 	require.NoError(t, err)
@@ -207,16 +210,10 @@ func TestCheckSearchTerms(t *testing.T) {
 // with the same window.
 func TestDatabaseRefusesOverlap(t *testing.T) {
 	ctx := t.Context()
-	url := pgtest.URL(t)
-	s, err := postgres.Open(ctx, url, postgres.Options{})
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = s.Assert(ctx, sgam.Assertion{Key: sgam.Key{Tenant: "acme", Subject: "mira", Attribute: "city"},
+	s, conn := storeAndConn(t)
+	_, err := s.Assert(ctx, sgam.Assertion{Key: sgam.Key{Tenant: "acme", Subject: "mira", Attribute: "city"},
 		Value: []byte(`"Oslo"`), ValidFrom: time.Now().Add(-time.Hour), Source: "e1"})
 	require.NoError(t, err)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
 	copyRow := func(subject string, id int) error {
 		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)
