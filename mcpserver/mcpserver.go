@@ -12,6 +12,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,8 +20,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +33,7 @@ import (
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/recall"
+	"github.com/sgam-dev/sgam/schema"
 )
 
 // Store is what the tools use of a store: episodes, and facts to read and
@@ -106,6 +111,7 @@ func New(cfg Config) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "sgam", Title: "sgam memory", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions, SchemaCache: schemaCache,
 	})
+	offered := map[string]bool{"recall": true, "history": true, "trace": true}
 	mcp.AddTool(s, &mcp.Tool{Name: "recall", Description: recallDoc, Annotations: readOnly}, answer(cfg.Logger, t.recall))
 	mcp.AddTool(s, &mcp.Tool{Name: "history", Description: historyDoc, Annotations: readOnly}, answer(cfg.Logger, t.history))
 	mcp.AddTool(s, &mcp.Tool{Name: "trace", Description: traceDoc, Annotations: readOnly}, answer(cfg.Logger, t.trace))
@@ -113,37 +119,190 @@ func New(cfg Config) (*mcp.Server, error) {
 		mcp.AddTool(s, &mcp.Tool{Name: "observe", Description: observeDoc}, answer(cfg.Logger, t.observe))
 		mcp.AddTool(s, &mcp.Tool{Name: "remember", Description: rememberDoc}, answer(cfg.Logger, t.remember))
 		mcp.AddTool(s, &mcp.Tool{Name: "forget_value", Description: forgetValueDoc}, answer(cfg.Logger, t.forgetValue))
+		offered["observe"], offered["remember"], offered["forget_value"] = true, true, true
 	}
 	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "subject-state", Title: "Current state of a subject",
 		Description: "Every attribute of the subject that has a value now, with its sources, as JSON.",
 		MIMEType:    "application/json", URITemplate: SubjectURITemplate}, t.subjectState)
+	s.AddReceivingMiddleware(asWritten(offered, cfg.Logger))
 	return s, nil
 }
 
-// answer turns h's errors into tool errors a model can act on: the code,
-// the field and the rule ("invalid: valid_from: ..."), or only "internal
-// error" when the fault is ours (logged, never shown). It first refuses
-// arguments that the SDK's decoding into In would read other than as
-// written (sgam.CheckJSON: an argument or a key given twice, invalid UTF-8).
+// answer turns h's errors into tool errors a model can act on (toolError).
+// On success it keeps the JSON of h's answer, as encoding/json writes it,
+// for asWritten to send: the SDK decodes structured output into any to
+// validate it, which makes every number a float64, and sends that.
 func answer[In, Out any](log *slog.Logger, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		var zero Out
-		if args := req.Params.Arguments; len(args) > 0 {
-			if err := sgam.CheckJSON("arguments", args); err != nil {
-				return nil, zero, fmt.Errorf("%s: %w", sgam.Invalid, err)
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			return nil, zero, errors.New(toolError(ctx, log, req.Params.Name, err))
+		}
+		if ex, ok := ctx.Value(exactKey{}).(*exactAnswer); ok {
+			if b, err := json.Marshal(out); err == nil {
+				// Without content of its own, the SDK makes the text from
+				// the structured output.
+				ex.json, ex.text = b, res == nil || res.Content == nil
 			}
 		}
-		res, out, err := h(ctx, req, in)
-		if err == nil {
-			return res, out, nil
-		}
-		code := sgam.ErrorCode(err)
-		if code == sgam.Internal {
-			log.LogAttrs(ctx, slog.LevelError, "mcp tool", slog.String("tool", req.Params.Name), slog.String("error", err.Error()))
-			return nil, zero, errors.New("internal error")
-		}
-		return nil, zero, fmt.Errorf("%s: %w", code, err)
+		return res, out, nil
 	}
+}
+
+// toolError is the text of a tool error: the code, the field and the rule
+// ("invalid: valid_from: ..."), or only "internal error" when the fault is
+// ours (logged, never shown). The text is the *sgam.Error's alone: what a
+// store wrapped it in ("write: ...") names no argument.
+func toolError(ctx context.Context, log *slog.Logger, tool string, err error) string {
+	code := sgam.ErrorCode(err)
+	var e *sgam.Error
+	if code == sgam.Internal || !errors.As(err, &e) {
+		log.LogAttrs(ctx, slog.LevelError, "mcp tool", slog.String("tool", tool), slog.String("error", err.Error()))
+		return "internal error"
+	}
+	return fmt.Sprintf("%s: %s", code, e.Error())
+}
+
+// exactKey carries an *exactAnswer from asWritten to answer.
+type exactKey struct{}
+
+// exactAnswer is the JSON of a tool's answer as encoding/json wrote it
+// (json.Number keeps a number's digits), and whether the SDK made the
+// answer's text from it.
+type exactAnswer struct {
+	json []byte
+	text bool
+}
+
+// asWritten is a receiving middleware that keeps the numbers of a tool
+// call as written, both ways. The SDK decodes arguments into any before a
+// tool sees them, and re-encodes them, so that 9223372036854775807 or 1e30
+// reaches an int64 as a garbled decoding error and 9007199254740993 as
+// 9007199254740992; and it decodes a tool's structured output the same way
+// and sends the re-encoded JSON, 12345678901234567890 as
+// 12345678901234567000. So before the SDK decodes a call to an offered
+// tool, this refuses arguments it would read other than as written
+// (checkArguments), as a tool error naming the argument; and once the SDK
+// has answered, it puts the answer's JSON as encoding/json wrote it (see
+// answer) in place of the SDK's, as structured content and as the text the
+// SDK made from it. The output schema is the SDK's to check, as before:
+// the two differ only in the digits a float64 keeps.
+func asWritten(offered map[string]bool, log *slog.Logger) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			call, ok := req.(*mcp.CallToolRequest)
+			if method != "tools/call" || !ok || call.Params == nil || !offered[call.Params.Name] {
+				return next(ctx, method, req)
+			}
+			if err := checkArguments(call.Params.Name, call.Params.Arguments); err != nil {
+				res := &mcp.CallToolResult{}
+				res.SetError(errors.New(toolError(ctx, log, call.Params.Name, err)))
+				return res, nil
+			}
+			ex := &exactAnswer{}
+			res, err := next(context.WithValue(ctx, exactKey{}, ex), method, req)
+			if r, ok := res.(*mcp.CallToolResult); ok && err == nil && !r.IsError && ex.json != nil {
+				r.StructuredContent = json.RawMessage(ex.json)
+				if ex.text {
+					r.Content = []mcp.Content{&mcp.TextContent{Text: string(ex.json)}}
+				}
+			}
+			return res, err
+		}
+	}
+}
+
+// wholeArgs are the whole-number arguments of the tools, each with the
+// range its refusal names. The SDK reads them through a float64, which
+// holds every whole number up to 2^53-1 (sgam.MaxFactID) exactly and no
+// larger one: beyond that range they are refused here, within it the tool
+// checks them.
+var wholeArgs = map[string]map[string]wholeArg{
+	"trace": {"fact_id": {min: 1, max: sgam.MaxFactID, what: fmt.Sprintf("fact ids go from 1 to %d", sgam.MaxFactID)}},
+	"recall": {
+		"budget": {min: -sgam.MaxFactID, max: sgam.MaxFactID,
+			what: fmt.Sprintf("the budget is %d to %d tokens", recall.MinBudget, recall.MaxBudget)},
+		"evidence_limit": {min: -sgam.MaxFactID, max: sgam.MaxFactID,
+			what: fmt.Sprintf("the limit is 1 to %d, or -1 for none", recall.MaxEvidence)},
+	},
+}
+
+type wholeArg struct {
+	min, max int64
+	what     string // the range, in words
+}
+
+// checkArguments refuses a tool's arguments that the SDK would read other
+// than as written: a whole-number argument that is not one, or is beyond
+// what a float64 holds exactly; and text that is not strict JSON
+// (sgam.CheckJSON: an argument or a key given twice, invalid UTF-8, a
+// number beyond a float64 such as a value of 1e400).
+func checkArguments(tool string, args json.RawMessage) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if ints := wholeArgs[tool]; len(ints) > 0 {
+		// Before CheckJSON, whose message for 1e400 is about floats.
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(args, &fields) == nil {
+			for _, name := range slices.Sorted(maps.Keys(ints)) {
+				w := ints[name]
+				raw := bytes.TrimSpace(fields[name])
+				if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+					continue // absent, or not a number: the SDK's schema says so
+				}
+				n, whole, fits := wholeNumber(string(raw))
+				switch {
+				case !whole:
+					return sgam.Errorf(sgam.Invalid, name, "must be a whole number, not %s", raw)
+				case !fits || n < w.min || n > w.max:
+					return sgam.Errorf(sgam.Invalid, name, "%s is out of range: %s", raw, w.what)
+				}
+			}
+		}
+	}
+	return sgam.CheckJSON("arguments", args)
+}
+
+// wholeNumber reads the JSON number s exactly, fraction and exponent
+// included: whole says it is a whole number ("1e2" is, "1.5" and
+// "4.0000000000000001" are not), fits that it has at most 16 digits (every
+// number within ±sgam.MaxFactID does), and then n is its value.
+func wholeNumber(s string) (n int64, whole, fits bool) {
+	neg := strings.HasPrefix(s, "-")
+	mant, exp, hasExp := strings.Cut(strings.ToLower(strings.TrimPrefix(s, "-")), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return 0, true, true // zero, whatever its exponent
+	}
+	// The value is digits × 10^(e - len(frac)), and digits' trailing zeros
+	// are powers of ten too.
+	e, err := strconv.ParseInt(strings.TrimPrefix(exp, "+"), 10, 64)
+	if !hasExp {
+		e, err = 0, nil
+	}
+	if err != nil {
+		// An exponent beyond int64: a huge number, or a tiny fraction.
+		return 0, !strings.HasPrefix(exp, "-"), false
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	e += int64(len(digits)-len(trimmed)) - int64(len(frac))
+	switch {
+	case e < 0:
+		return 0, false, false
+	case int64(len(trimmed))+e > 16:
+		return 0, true, false
+	}
+	n, err = strconv.ParseInt(trimmed+strings.Repeat("0", int(e)), 10, 64)
+	if err != nil {
+		return 0, true, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true, true
 }
 
 // schemaCache keeps the tools' JSON Schemas, inferred once, across the
@@ -308,12 +467,13 @@ func (t *tools) remember(ctx context.Context, req *mcp.CallToolRequest, in Remem
 	if err := key.Check(); err != nil {
 		return nil, WriteOutput{}, err
 	}
-	ep, err := t.episode(ctx, in.Quote, in.Session, "remember", in.Subject, in.Attribute, string(value), in.ValidFrom)
+	ep, err := t.episode(in.Quote, in.Session, "remember", in.Subject, in.Attribute, string(value), in.ValidFrom)
 	if err != nil {
 		return nil, WriteOutput{}, err
 	}
-	a := sgam.Assertion{Key: key, Value: value, ValidFrom: from, Source: ep.ID}
-	res, err := t.cfg.Store.Assert(ctx, a) // on a set, adds the member
+	res, err := t.write(ctx, ep, in.Attribute, false, func() (sgam.WriteResult, error) {
+		return t.cfg.Store.Assert(ctx, sgam.Assertion{Key: key, Value: value, ValidFrom: from, Source: ep.ID}) // on a set, adds the member
+	})
 	if err != nil {
 		return nil, WriteOutput{}, err
 	}
@@ -333,7 +493,7 @@ func (t *tools) observe(ctx context.Context, _ *mcp.CallToolRequest, in ObserveI
 	ep, queued, err := t.cfg.Store.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: t.cfg.Tenant, Session: in.Session, Kind: t.cfg.EpisodeKind,
 		Content: in.Text, Subjects: in.Subjects, IdempotencyKey: "mcp-" + hex.EncodeToString(h.Sum(nil))[:32]})
 	if err != nil {
-		return nil, ObserveOutput{}, err
+		return nil, ObserveOutput{}, renamed(err, "content", "text")
 	}
 	return nil, ObserveOutput{EpisodeID: ep.ID, Queued: queued}, nil
 }
@@ -353,37 +513,120 @@ func (t *tools) forgetValue(ctx context.Context, req *mcp.CallToolRequest, in Fo
 			return nil, WriteOutput{}, err
 		}
 	}
-	ep, err := t.episode(ctx, in.Quote, in.Session, "forget_value", in.Subject, in.Attribute, string(member), in.At)
+	ep, err := t.episode(in.Quote, in.Session, "forget_value", in.Subject, in.Attribute, string(member), in.At)
 	if err != nil {
 		return nil, WriteOutput{}, err
 	}
-	r := sgam.Retraction{Key: key, At: at, Source: ep.ID, Value: member}
-	var res sgam.WriteResult
-	if member != nil {
-		res, err = t.cfg.Store.Remove(ctx, r)
-	} else {
-		res, err = t.cfg.Store.Retract(ctx, r)
-	}
+	res, err := t.write(ctx, ep, in.Attribute, true, func() (sgam.WriteResult, error) {
+		r := sgam.Retraction{Key: key, At: at, Source: ep.ID, Value: member}
+		if member != nil {
+			return t.cfg.Store.Remove(ctx, r)
+		}
+		return t.cfg.Store.Retract(ctx, r)
+	})
 	if err != nil {
 		return nil, WriteOutput{}, err
 	}
 	return nil, t.writeOutput(ctx, ep.ID, res), nil
 }
 
-// episode captures quote as the source episode of a write. Its
-// idempotency key is derived from the whole call, so a client that retries
-// a call gets the same episode back instead of a second one.
-func (t *tools) episode(ctx context.Context, quote, session string, call ...string) (sgam.Episode, error) {
+// episode returns the source episode of a write, holding its quote,
+// validated but not stored (write stores it). Its id is derived from the
+// whole call, so a client that retries a call gets the same episode back
+// instead of a second one.
+func (t *tools) episode(quote, session string, call ...string) (sgam.Episode, error) {
 	if strings.TrimSpace(quote) == "" {
 		return sgam.Episode{}, sgam.Errorf(sgam.Invalid, "quote", "is required: the words the fact comes from")
 	}
 	h := sha256.New()
-	for _, s := range append(call, quote, session) {
+	for _, s := range append(call, quote, session, t.cfg.EpisodeKind) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return t.cfg.Store.AddEpisode(ctx, sgam.Episode{Tenant: t.cfg.Tenant, Session: session, Kind: t.cfg.EpisodeKind,
-		Content: quote, IdempotencyKey: "mcp-" + hex.EncodeToString(h.Sum(nil))[:32]})
+	// As the store's ids are made ("ep_" and 16 of these), from the hash.
+	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+	id := []byte("ep_")
+	for _, c := range h.Sum(nil)[:16] {
+		id = append(id, alphabet[c&31])
+	}
+	e := sgam.Episode{ID: string(id), Tenant: t.cfg.Tenant, Session: session, Kind: t.cfg.EpisodeKind, Content: quote}
+	if _, err := (sgam.Limits{}).CheckNewEpisode(e, t.cfg.Clock.Now()); err != nil {
+		return e, renamed(err, "content", "quote")
+	}
+	return e, nil
+}
+
+// write runs w, a write whose source is ep, and stores ep, so that a write
+// the ledger refuses writes nothing, not even its quote.
+//
+// Mostly the write goes first: it names ep before ep is stored, so the
+// store creates ep as an empty placeholder in the write's own transaction,
+// and a refusal leaves neither; the quote then fills the placeholder in
+// (AddEpisode). The ledger weighs the kind of a write's source only for an
+// attribute the tenant's schema declares sensitive or settles by
+// prefer_source, and a placeholder has no kind yet: for those, ep is
+// stored first, and a refused write leaves its quote behind (docs/mcp.md).
+// A fault between the two steps leaves a written fact whose source is an
+// empty placeholder until the call is retried, which fills it in.
+func (t *tools) write(ctx context.Context, ep sgam.Episode, attribute string, retraction bool, w func() (sgam.WriteResult, error)) (sgam.WriteResult, error) {
+	first, err := t.kindCounts(ctx, attribute, retraction)
+	if err != nil {
+		return sgam.WriteResult{}, err
+	}
+	if first {
+		if _, err := t.cfg.Store.AddEpisode(ctx, ep); err != nil {
+			return sgam.WriteResult{}, renamed(err, "content", "quote")
+		}
+		return w()
+	}
+	res, err := w()
+	if err != nil {
+		return res, err
+	}
+	if _, err := t.cfg.Store.AddEpisode(ctx, ep); err != nil {
+		return res, renamed(err, "content", "quote")
+	}
+	return res, nil
+}
+
+// parsedSchemas keeps the tenants' parsed schemas across the servers built
+// per request.
+var parsedSchemas schema.Cache
+
+// kindCounts reports whether the ledger will weigh the kind of the source
+// of a write of attribute under the tenant's schema: a sensitive
+// attribute's assertions (only user_confirmed makes them facts directly),
+// and the writes of an attribute whose conflicts prefer_source settles. An
+// attribute the schema does not declare is refused whatever its source.
+func (t *tools) kindCounts(ctx context.Context, attribute string, retraction bool) (bool, error) {
+	sv, err := t.cfg.Store.Schema(ctx, t.cfg.Tenant)
+	if err != nil || sv.Version == 0 {
+		return false, err
+	}
+	sc, err := parsedSchemas.Parsed(sv)
+	if err != nil {
+		return false, err
+	}
+	a, ok := sc.Attribute(attribute)
+	if !ok {
+		if to, renamed := sc.DualRead(attribute, t.cfg.Clock.Now()); renamed {
+			a, ok = sc.Attribute(to)
+		}
+	}
+	return ok && (a.Conflict == schema.PreferSource || a.Sensitive && !retraction), nil
+}
+
+// renamed returns err naming the field to where it names from: the store
+// names an episode's fields, a tool its arguments (content is remember's
+// quote, observe's text).
+func renamed(err error, from, to string) error {
+	var e *sgam.Error
+	if !errors.As(err, &e) || e.Field != from {
+		return err
+	}
+	c := *e
+	c.Field = to
+	return &c
 }
 
 func (t *tools) writeOutput(ctx context.Context, episodeID string, res sgam.WriteResult) WriteOutput {
@@ -429,7 +672,7 @@ func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInp
 		return nil, nil, err
 	}
 	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := decodeExact(b, &out); err != nil {
 		return nil, nil, err
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: c.Rendered}}}, out, nil
@@ -591,8 +834,17 @@ func asJSON(v any) any {
 		}
 	}
 	var out any
-	if len(b) == 0 || json.Unmarshal(b, &out) != nil {
+	if len(b) == 0 || decodeExact(b, &out) != nil {
 		return nil
 	}
 	return out
+}
+
+// decodeExact decodes JSON into v keeping numbers as written
+// (json.Number), so that an answer shows 12345678901234567890 as stored,
+// not rounded through a float64.
+func decodeExact(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d.Decode(v)
 }

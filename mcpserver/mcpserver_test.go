@@ -3,6 +3,10 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -326,9 +330,9 @@ func TestArgumentsReadAsWritten(t *testing.T) {
 	require.Empty(t, n)
 }
 
-// TestNumbersAsWritten: a number is stored with the digits the client
-// wrote, not as the float64 the SDK decodes arguments into. (Answers are
-// the SDK's to encode: it decodes structured output into float64s too.)
+// TestNumbersAsWritten: a number is stored, and shown in answers, with the
+// digits the client wrote, not as the float64 the SDK decodes arguments
+// into.
 func TestNumbersAsWritten(t *testing.T) {
 	st := openStore(t)
 	cs := connect(t, st, "acme", apikey.Write)
@@ -337,10 +341,73 @@ func TestNumbersAsWritten(t *testing.T) {
 		Arguments: json.RawMessage(`{"subject":"acct-42","attribute":"balance","value":{"cents":12345678901234567890,"rate":1.50},"quote":"q"}`)})
 	require.NoError(t, err)
 	require.False(t, res.IsError, "%v", res.Content)
+	exact := func(res *mcp.CallToolResult) {
+		t.Helper()
+		require.Contains(t, res.Content[0].(*mcp.TextContent).Text, `12345678901234567890`)
+	}
+	exact(res)
+	for _, c := range []struct {
+		tool string
+		args any
+	}{
+		{"history", map[string]any{"subject": "acct-42", "attribute": "balance"}},
+		{"trace", map[string]any{"fact_id": 1}},
+		{"recall", map[string]any{"question": "balance?", "subject": "acct-42"}},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%s: %v", c.tool, res.Content)
+		exact(res)
+	}
 	key := sgam.Key{Tenant: "acme", Subject: "acct-42", Attribute: "balance"}
 	f, err := st.Get(ctx, key, sgam.At{})
 	require.NoError(t, err)
 	require.Equal(t, `{"cents":12345678901234567890,"rate":1.50}`, string(f.Value))
+
+	// The Go SDK's client decodes structured content into float64s: read
+	// what the server sent, over HTTP.
+	var factID int64
+	for _, c := range []struct{ tool, args string }{
+		{"remember", `{"subject":"mira","attribute":"big","value":12345678901234567890,"quote":"bignum"}`},
+		{"history", `{"subject":"mira","attribute":"big"}`},
+		{"trace", `{"fact_id":%d}`},
+		{"recall", `{"subject":"mira"}`},
+		{"recall", `{"subject":"acct-42","attribute":"balance"}`},
+	} {
+		if c.tool == "trace" {
+			c.args = fmt.Sprintf(c.args, factID)
+		}
+		res := wireCall(t, st, "acme", apikey.Write, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, c.tool, c.args))
+		var r struct {
+			IsError           bool              `json:"isError"`
+			StructuredContent json.RawMessage   `json:"structuredContent"`
+			Content           []json.RawMessage `json:"content"`
+		}
+		require.NoError(t, json.Unmarshal(res, &r))
+		require.False(t, r.IsError, "%s: %s", c.tool, res)
+		require.Contains(t, string(r.StructuredContent), `:12345678901234567890`, "%s: %s", c.tool, res)
+		require.NotContains(t, string(r.StructuredContent), `12345678901234567000`, "%s: %s", c.tool, res)
+		if c.tool != "recall" { // recall's text is the rendered block
+			var text struct{ Text string }
+			require.NoError(t, json.Unmarshal(r.Content[0], &text))
+			require.JSONEq(t, string(r.StructuredContent), text.Text, "the text is the structured content")
+		}
+		if c.tool == "remember" {
+			var out struct {
+				Fact struct {
+					FactID int64 `json:"fact_id"`
+				}
+			}
+			require.NoError(t, json.Unmarshal(r.StructuredContent, &out))
+			factID = out.Fact.FactID
+		}
+		if c.args == `{"subject":"acct-42","attribute":"balance"}` {
+			require.Contains(t, string(r.StructuredContent), `"rate":1.50`)
+		}
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "sgam://subjects/mira"})
+	require.NoError(t, err)
+	require.Contains(t, rr.Contents[0].Text, `"value":12345678901234567890`)
 	_, msg := call(t, cs, "remember", map[string]any{"subject": "acct-42", "attribute": "balance", "value": nil, "quote": "q"})
 	require.Contains(t, msg, "invalid: value: null is not a value")
 }
@@ -371,4 +438,180 @@ func TestObserve(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none)
 	_ = globex
+}
+
+// wireCall sends one JSON-RPC request to the streamable HTTP handler of a
+// server bound to tenant and role, and returns its result as sent.
+func wireCall(t *testing.T, st mcpserver.Store, tenant string, role apikey.Role, method, params string) json.RawMessage {
+	t.Helper()
+	h := mcpserver.HTTPHandler(func(*http.Request) (mcpserver.Config, error) {
+		return mcpserver.Config{Store: st, Tenant: tenant, Role: role}, nil
+	}, 8<<20)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":%s}`, method, params)
+	req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	var msg struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(b, &msg), "%s", b)
+	require.Empty(t, msg.Error)
+	return msg.Result
+}
+
+// TestNumberArgumentsNameTheArgument: a number argument the SDK would read
+// other than as written (through a float64) is refused as a tool error
+// naming the argument, in the form of every other refusal.
+func TestNumberArgumentsNameTheArgument(t *testing.T) {
+	st := openStore(t)
+	cs := connect(t, st, "acme", apikey.Write)
+	for _, c := range []struct{ tool, args, want string }{
+		{"trace", `{"fact_id":9223372036854775807}`, "invalid: fact_id: 9223372036854775807 is out of range: fact ids go from 1 to 9007199254740991"},
+		{"trace", `{"fact_id":9007199254740993}`, "invalid: fact_id: 9007199254740993 is out of range"},
+		{"trace", `{"fact_id":1e30}`, "invalid: fact_id: 1e30 is out of range"},
+		{"trace", `{"fact_id":1e400}`, "invalid: fact_id: 1e400 is out of range"},
+		{"trace", `{"fact_id":-1}`, "invalid: fact_id: -1 is out of range"},
+		{"trace", `{"fact_id":1.5}`, "invalid: fact_id: must be a whole number, not 1.5"},
+		{"trace", `{"fact_id":4.0000000000000001}`, "invalid: fact_id: must be a whole number"},
+		{"trace", `{"fact_id":1e2}`, "not_found: fact_id: tenant acme has no fact 100"},
+		{"trace", `{"fact_id":"one"}`, "fact_id"},
+		{"recall", `{"subject":"mira","budget":99999999999999999999}`, "invalid: budget: 99999999999999999999 is out of range: the budget is 64 to 100000 tokens"},
+		{"recall", `{"subject":"mira","budget":1000000}`, "invalid: budget: must be between 64 and 100000 tokens, not 1000000"},
+		{"recall", `{"subject":"mira","evidence_limit":1e30}`, "invalid: evidence_limit: 1e30 is out of range: the limit is 1 to 100, or -1 for none"},
+		{"remember", `{"subject":"mira","attribute":"a","value":1e400,"quote":"q"}`, "invalid: value: holds the number 1e400, beyond the range of a 64-bit float"},
+		{"remember", `{"subject":"mira","attribute":"a","value":{"x":[-1e400]},"quote":"q"}`, "invalid: value: holds the number -1e400"},
+		{"forget_value", `{"subject":"mira","attribute":"a","value":1e400,"quote":"q"}`, "invalid: value: holds the number 1e400"},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: json.RawMessage(c.args)})
+		require.NoError(t, err, c.args)
+		require.True(t, res.IsError, c.args)
+		msg := res.Content[0].(*mcp.TextContent).Text
+		require.True(t, strings.HasPrefix(msg, c.want) || c.want == "fact_id" && strings.Contains(msg, c.want), "%s %s: %s", c.tool, c.args, msg)
+		require.NotContains(t, msg, "unmarshal", "%s %s: %s", c.tool, c.args, msg)
+	}
+	n, err := st.Episodes(context.Background(), sgam.EpisodeQuery{Tenant: "acme"})
+	require.NoError(t, err)
+	require.Empty(t, n)
+}
+
+// TestRefusedCallWritesNothing: a write the ledger refuses (a conflict, a
+// value the schema refuses) stores no episode either; only under an
+// attribute whose schema weighs the source's kind is the quote captured
+// first (docs/mcp.md).
+func TestRefusedCallWritesNothing(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	cs := connect(t, st, "acme", apikey.Write)
+	quotes := func(tenant string) []string {
+		t.Helper()
+		eps, err := st.Episodes(ctx, sgam.EpisodeQuery{Tenant: tenant})
+		require.NoError(t, err)
+		var out []string
+		for _, e := range eps {
+			out = append(out, e.Content)
+		}
+		return out
+	}
+	first, msg := call(t, cs, "remember", map[string]any{"subject": "mira", "attribute": "big", "value": 1,
+		"valid_from": "9999-12-31T23:59:59Z", "quote": "first quote"})
+	require.Empty(t, msg)
+	_, msg = call(t, cs, "remember", map[string]any{"subject": "mira", "attribute": "big", "value": 2,
+		"valid_from": "9999-12-31T23:59:59Z", "quote": "conflicting quote ZZZ"})
+	require.True(t, strings.HasPrefix(msg, "conflict:"), msg)
+	_, msg = call(t, cs, "forget_value", map[string]any{"subject": "mira", "attribute": "big",
+		"at": "9999-12-31T23:59:59Z", "quote": "conflicting quote YYY"})
+	require.True(t, strings.HasPrefix(msg, "conflict:"), msg)
+	require.Equal(t, []string{"first quote"}, quotes("acme"))
+
+	// The written fact's source is the episode, filled in with its quote
+	// and the configured kind; a retry answers the same.
+	e, err := st.Episode(ctx, "acme", first["episode_id"].(string))
+	require.NoError(t, err)
+	require.Equal(t, sgam.KindMessage, e.Kind)
+	require.Equal(t, "first quote", e.Content)
+	fact := first["fact"].(map[string]any)
+	require.Equal(t, "first quote", fact["sources"].([]any)[0].(map[string]any)["quote"])
+	again, msg := call(t, cs, "remember", map[string]any{"subject": "mira", "attribute": "big", "value": 1,
+		"valid_from": "9999-12-31T23:59:59Z", "quote": "first quote"})
+	require.Empty(t, msg)
+	require.Equal(t, first["episode_id"], again["episode_id"])
+	require.Equal(t, true, again["no_change"])
+
+	// Under a schema: a value the schema refuses, an undeclared attribute.
+	_, err = st.ApplySchema(ctx, "globex", []byte(`
+attributes:
+  weight: {memory: profile, type: number}
+  diagnosis: {memory: profile, type: string, sensitive: true}
+`), false)
+	require.NoError(t, err)
+	globex := connect(t, st, "globex", apikey.Write)
+	_, msg = call(t, globex, "remember", map[string]any{"subject": "mira", "attribute": "weight", "value": "heavy", "quote": "Mira: heavy."})
+	require.True(t, strings.HasPrefix(msg, "invalid: value:"), msg)
+	_, msg = call(t, globex, "remember", map[string]any{"subject": "mira", "attribute": "nope", "value": 1, "quote": "Mira: nope."})
+	require.True(t, strings.HasPrefix(msg, "invalid: attribute:"), msg)
+	_, msg = call(t, globex, "forget_value", map[string]any{"subject": "mira", "attribute": "weight", "value": 1, "quote": "Mira: not a set."})
+	require.True(t, strings.HasPrefix(msg, "invalid: value:"), msg)
+	require.Empty(t, quotes("globex"))
+	// A sensitive attribute's source is captured first: its kind decides.
+	_, msg = call(t, globex, "remember", map[string]any{"subject": "mira", "attribute": "diagnosis", "value": 7, "quote": "Mira: seven."})
+	require.True(t, strings.HasPrefix(msg, "invalid: value:"), msg)
+	require.Equal(t, []string{"Mira: seven."}, quotes("globex"))
+
+	violations, err := st.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, violations)
+}
+
+// wrapErrors is a store whose writes wrap their errors, as the PostgreSQL
+// store does ("write: ...").
+type wrapErrors struct{ *sqlite.Store }
+
+func (s wrapErrors) Assert(ctx context.Context, a sgam.Assertion) (sgam.WriteResult, error) {
+	res, err := s.Store.Assert(ctx, a)
+	if err != nil {
+		err = fmt.Errorf("write: %w", err)
+	}
+	return res, err
+}
+
+// TestErrorsNameTheArgument: a refusal names the tool's argument, not the
+// store's field (an episode's content is remember's quote, observe's
+// text), and nothing a store wrapped the error in.
+func TestErrorsNameTheArgument(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	_, err := st.ApplySchema(ctx, "acme", []byte("attributes:\n  city: {memory: profile, type: string}\n"), false)
+	require.NoError(t, err)
+	srv, err := mcpserver.New(mcpserver.Config{Store: wrapErrors{st}, Tenant: "acme", Role: apikey.Write})
+	require.NoError(t, err)
+	ct, st2 := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st2, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+
+	big := strings.Repeat("x", 3_000_000)
+	_, msg := call(t, cs, "remember", map[string]any{"subject": "mira", "attribute": "city", "value": "Oslo", "quote": big})
+	require.Equal(t, "invalid: quote: is 3000000 bytes; the limit is 1048576", msg)
+	_, msg = call(t, cs, "forget_value", map[string]any{"subject": "mira", "attribute": "city", "quote": big})
+	require.Equal(t, "invalid: quote: is 3000000 bytes; the limit is 1048576", msg)
+	_, msg = call(t, cs, "observe", map[string]any{"text": big})
+	require.Equal(t, "invalid: text: is 3000000 bytes; the limit is 1048576", msg)
+	_, msg = call(t, cs, "remember", map[string]any{"subject": "mira", "attribute": "nope", "value": "x", "quote": "Mira: nope."})
+	require.True(t, strings.HasPrefix(msg, `invalid: attribute: "nope" is not declared`), msg)
+	n, err := st.Episodes(ctx, sgam.EpisodeQuery{Tenant: "acme"})
+	require.NoError(t, err)
+	require.Empty(t, n)
 }

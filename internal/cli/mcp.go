@@ -30,19 +30,23 @@ operator's choice: no tool takes one, so a model cannot reach another
 tenant's memory. See docs/mcp.md for the snippet to paste into an MCP
 client's configuration.
 
-Tools: remember (a fact, with the quote it comes from stored as its source
-episode), forget_value (a retraction), recall (a subject or one attribute,
-now or at as_of / known_at), history and trace. Resource:
+Tools: observe (what was said, in its words, captured as an episode and
+queued for extraction into facts under the tenant's schema), remember (a
+fact, with the quote it comes from stored as its source episode),
+forget_value (a retraction), recall (a question, or a subject or one
+attribute, now or at as_of / known_at), history and trace. Resource:
 sgam://subjects/{subject}, a subject's current state.
 
---role read offers only recall, history and trace. --episode-kind is the
-kind of the episodes remember captures (default message): it ranks the
+--role read offers only recall, history and trace; write adds observe,
+remember and forget_value. --episode-kind is the kind of the episodes
+observe, remember and forget_value capture (default message): it ranks the
 source under prefer_source, and user_confirmed makes sensitive attributes
 facts directly, which is why the operator sets it and the model cannot.
 
 Messages are JSON-RPC, one per line. A line that is not JSON is answered
 with a JSON-RPC error -32700, one that is not a JSON-RPC message (or a
-batch, or longer than 4 MiB) with -32600, and the session goes on. When
+batch, a key given twice, or longer than 4 MiB) with -32600, and the
+session goes on. When
 standard input ends, every request already read is run and answered before
 sgam exits.
 
@@ -80,8 +84,8 @@ and role of the caller's API key.`,
 			return err
 		},
 	}
-	c.Flags().StringVar(&role, "role", string(apikey.Write), "read (recall, history, trace) or write (also remember, forget_value)")
-	c.Flags().StringVar(&kind, "episode-kind", sgam.KindMessage, "kind of the episodes remember captures")
+	c.Flags().StringVar(&role, "role", string(apikey.Write), "read (recall, history, trace) or write (also observe, remember, forget_value)")
+	c.Flags().StringVar(&kind, "episode-kind", sgam.KindMessage, "kind of the episodes observe, remember and forget_value capture")
 	return c
 }
 

@@ -191,3 +191,71 @@ func TestMCPStdioAnswersEveryRequestAtEOF(t *testing.T) {
 		require.Len(t, seen, n, "round %d: every request answered", round)
 	}
 }
+
+// TestMCPStdioDuplicateKeys: a line with a key given twice, which the SDK
+// would read as its last, is refused with an invalid-request error (id
+// null when the id is the key given twice), as every other input path
+// refuses such JSON; one given twice inside a tool's arguments is the
+// tool's to refuse, naming the argument; and the session goes on.
+func TestMCPStdioDuplicateKeys(t *testing.T) {
+	in, answers, wait := mcpChild(t)
+	lines := []string{mcpInitialize, mcpInitialized,
+		`{"jsonrpc":"2.0","id":5,"id":6,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list","method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"recall","name":"remember","arguments":{"subject":"mira"}}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"recall","arguments":{"subject":"mira"},"arguments":{"subject":"x"}}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"recall","arguments":{"subject":"mira","subject":"x"}}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/list","params":{"_meta":{"a":1,"a":2}}}`,
+		mcpRemember(12, "mira"),
+	}
+	_, err := io.WriteString(in, strings.Join(lines, "\n")+"\n")
+	require.NoError(t, err)
+	type answer struct {
+		id   any
+		code float64
+		text string
+	}
+	var got []answer
+	deadline := time.After(time.Minute)
+	for len(got) < 8 {
+		select {
+		case m, ok := <-answers:
+			require.True(t, ok, "sgam mcp ended early, after %v", got)
+			require.NotContains(t, m, "not_json")
+			a := answer{id: m["id"]}
+			if e, ok := m["error"].(map[string]any); ok {
+				a.code = e["code"].(float64)
+				a.text = e["message"].(string)
+			} else if res, ok := m["result"].(map[string]any); ok && res["isError"] == true {
+				a.text = res["content"].([]any)[0].(map[string]any)["text"].(string)
+			}
+			got = append(got, a)
+		case <-deadline:
+			t.Fatalf("answers so far: %v", got)
+		}
+	}
+	require.ElementsMatch(t, []answer{{"init", 0, ""},
+		{nil, -32600, "invalid request: id is given twice; give each key once"},
+		{float64(7), -32600, "invalid request: method is given twice; give each key once"},
+		{float64(8), -32600, "invalid request: params.name is given twice; give each key once"},
+		{float64(9), -32600, "invalid request: params.arguments is given twice; give each key once"},
+		{float64(10), 0, "invalid: subject: is given twice; give each field once"},
+		{float64(11), -32600, "invalid request: params._meta.a is given twice; give each key once"},
+		{float64(12), 0, ""}}, got)
+	require.NoError(t, in.Close())
+	require.Equal(t, 0, wait())
+}
+
+// TestMCPHelpNamesEveryTool: 'sgam mcp --help' names every tool the server
+// offers, and the --role flag the tools of each role.
+func TestMCPHelpNamesEveryTool(t *testing.T) {
+	r := sgamRun(t, "", "mcp", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	out := strings.Join(strings.Fields(r.stdout), " ")
+	tools, role, _ := strings.Cut(out, "--role read")
+	for _, tool := range []string{"observe", "remember", "forget_value", "recall", "history", "trace"} {
+		require.Contains(t, tools, tool, "the Tools paragraph names %s", tool)
+	}
+	require.Contains(t, role, "write adds observe, remember and forget_value")
+	require.Contains(t, role, "--role string read (recall, history, trace) or write (also observe, remember, forget_value)")
+}

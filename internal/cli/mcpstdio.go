@@ -145,14 +145,18 @@ func (c *stdioConn) message(l inputLine) jsonrpc.Message {
 	case text[0] == '[':
 		return c.refuse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported; send one message per line")
 	}
+	if at, ok := duplicateKey(text); ok {
+		// The SDK would keep the last of them. An id given twice names no
+		// request to answer to.
+		id := jsonrpc.ID{}
+		if at != "id" {
+			id = lineID(text)
+		}
+		return c.refuse(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s is given twice; give each key once", at))
+	}
 	msg, err := jsonrpc.DecodeMessage(text)
 	if err != nil {
-		var probe struct {
-			ID any `json:"id"`
-		}
-		json.Unmarshal(text, &probe) // the id to answer to, when the line names one
-		id, _ := jsonrpc.MakeID(probe.ID)
-		return c.refuse(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		return c.refuse(lineID(text), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 		c.mu.Lock()
@@ -167,6 +171,71 @@ func (c *stdioConn) message(l inputLine) jsonrpc.Message {
 		}
 	}
 	return msg
+}
+
+// lineID is the id to answer a refused line with, when it names one.
+func lineID(text []byte) jsonrpc.ID {
+	var probe struct {
+		ID any `json:"id"`
+	}
+	json.Unmarshal(text, &probe)
+	id, _ := jsonrpc.MakeID(probe.ID)
+	return id
+}
+
+// duplicateKey finds a key given twice in one object of a JSON-RPC message
+// (text is JSON), as every other input path refuses (sgam.CheckJSON): it
+// returns the key's path ("id", "params.name"). A tool call's arguments
+// are left to the tool, whose refusal names the argument.
+func duplicateKey(text []byte) (string, bool) {
+	d := json.NewDecoder(bytes.NewReader(text))
+	d.UseNumber()
+	var walk func(path string) (string, bool)
+	walk = func(path string) (string, bool) {
+		tok, err := d.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for d.More() {
+				k, err := d.Token()
+				if err != nil {
+					return "", false
+				}
+				key, _ := k.(string)
+				at := key
+				if path != "" {
+					at = path + "." + key
+				}
+				if seen[key] {
+					return at, true
+				}
+				seen[key] = true
+				if at == "params.arguments" {
+					var skip json.RawMessage
+					if d.Decode(&skip) != nil {
+						return "", false
+					}
+					continue
+				}
+				if at, ok := walk(at); ok {
+					return at, true
+				}
+			}
+			d.Token() // }
+		case json.Delim('['):
+			for i := 0; d.More(); i++ {
+				if at, ok := walk(fmt.Sprintf("%s[%d]", path, i)); ok {
+					return at, true
+				}
+			}
+			d.Token() // ]
+		}
+		return "", false
+	}
+	return walk("")
 }
 
 // refuse answers a malformed line with a JSON-RPC error (id null when it
