@@ -108,6 +108,9 @@ func decode(r *http.Request, v any) error {
 	if err := sgam.CheckJSON("body", body); err != nil {
 		return err
 	}
+	if err := sgam.CheckFieldNames(body, v); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -118,7 +121,7 @@ func decode(r *http.Request, v any) error {
 			if field == "" {
 				field = "body"
 			}
-			return sgam.Errorf(sgam.Invalid, field, "must be a JSON %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
+			return sgam.Errorf(sgam.Invalid, field, "must be a JSON %s, not %s", jsonKind(te.Type.Kind().String()), jsonValue(te.Value))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 			if name == "" || len(name) > 64 {
@@ -131,6 +134,16 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
+// jsonValue names what the decoder found: encoding/json says "number
+// 800.5" for a fraction sent for an integer, and "number" for one beyond
+// the field's range.
+func jsonValue(v string) string {
+	if strings.HasPrefix(v, "number ") {
+		return "the number " + strings.TrimPrefix(v, "number ")
+	}
+	return v
+}
+
 func jsonKind(k string) string {
 	switch k {
 	case "string":
@@ -141,6 +154,8 @@ func jsonKind(k string) string {
 		return "array"
 	case "bool":
 		return "boolean"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "integer"
 	}
 	return "number"
 }

@@ -6,10 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -42,7 +47,7 @@ func (s *Server) register() {
 	})
 
 	s.route("POST /v1/episodes", apikey.Write, s.addEpisode)
-	s.route("GET /v1/episodes", apikey.Read, s.listEpisodes)
+	s.route("GET /v1/episodes", apikey.Read, s.listEpisodes, "session", "limit")
 	s.route("GET /v1/episodes/{id}", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		return s.cfg.Store.Episode(r.Context(), c.tenant, r.PathValue("id"))
 	})
@@ -68,8 +73,8 @@ func (s *Server) register() {
 		}
 		facts, err := s.cfg.Store.State(r.Context(), c.tenant, r.PathValue("subject"), a)
 		return map[string]any{"facts": facts}, err
-	})
-	s.route("GET /v1/subjects/{subject}/attributes/{attribute}", apikey.Read, s.get)
+	}, "as_of", "known_at")
+	s.route("GET /v1/subjects/{subject}/attributes/{attribute}", apikey.Read, s.get, "as_of", "known_at")
 	s.route("GET /v1/subjects/{subject}/attributes/{attribute}/history", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		facts, err := s.cfg.Store.History(r.Context(), s.key(r, c))
 		return map[string]any{"facts": facts}, err
@@ -77,6 +82,64 @@ func (s *Server) register() {
 	s.moreRoutes()
 	s.mountMCP()
 	s.methodNotAllowed()
+	s.notFound()
+}
+
+// unmatched is the pattern of notFound's handler, which serves every path
+// no route does; requests it answers are logged and counted as route
+// "unmatched".
+const unmatched = "/"
+
+// notFound answers a path that no route serves with 404 and the JSON
+// error body (the mux's own answer is text/plain). "/" is the least
+// specific pattern, so it only catches what nothing else does: the routes,
+// their 405s, /ui/ and the redirect of /ui to it all win over it.
+func (s *Server) notFound() {
+	s.mux.HandleFunc(unmatched, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, ErrorBody{ErrorDetail{Code: sgam.NotFound, Field: "path",
+			Message: "no route serves this path; the routes are listed in GET /openapi.json"}})
+	})
+}
+
+// query checks the query string of r against the parameters its route
+// takes, as bodies are checked: a parameter the route does not take, a
+// parameter in another case than its own (As_Of is not as_of), one given
+// twice, or a query string that does not parse is refused, naming the
+// parameter. After it, r.URL.Query() holds each parameter at most once.
+func query(r *http.Request, takes []string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return sgam.Errorf(sgam.Invalid, "query", "is not a valid query string: %v", err)
+	}
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		switch {
+		case name == "":
+			return sgam.Errorf(sgam.Invalid, "query", "has a parameter with no name")
+		case len(name) > 64 || !utf8.ValidString(name):
+			return sgam.Errorf(sgam.Invalid, "query", "has an unknown parameter %.64q", name)
+		case !slices.Contains(takes, name):
+			for _, t := range takes {
+				if strings.EqualFold(t, name) {
+					return sgam.Errorf(sgam.Invalid, name, "is not a parameter: parameter names are case-sensitive (the parameter is %q)", t)
+				}
+			}
+			if len(takes) == 0 {
+				return sgam.Errorf(sgam.Invalid, name, "is not a parameter of this route, which takes none")
+			}
+			return sgam.Errorf(sgam.Invalid, name, "is not a parameter of this route, which takes %s", strings.Join(takes, ", "))
+		case len(q[name]) > 1:
+			return sgam.Errorf(sgam.Invalid, name, "is given %d times; give it once", len(q[name]))
+		}
+	}
+	return nil
 }
 
 // methodNotAllowed answers a method that a path does not serve with 405,
@@ -181,6 +244,9 @@ func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (a
 	if err != nil {
 		return nil, err
 	}
+	if req.Content == "" { // as sgam ingest has it: an episode is its text
+		return nil, sgam.Errorf(sgam.Invalid, "content", "is required: the episode's text")
+	}
 	if string(req.Metadata) == "null" {
 		req.Metadata = nil
 	}
@@ -229,12 +295,18 @@ func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (a
 	return out, nil
 }
 
+// maxLimit is the largest limit of a list (sgam.EpisodeQuery's).
+const maxLimit = 10000
+
 func (s *Server) listEpisodes(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 	q := sgam.EpisodeQuery{Tenant: c.tenant, Session: r.URL.Query().Get("session")}
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {
 			return nil, sgam.Errorf(sgam.Invalid, "limit", "%q is not a number", l)
+		}
+		if n < 1 || n > maxLimit { // 0 is refused too: leave limit out for the default
+			return nil, sgam.Errorf(sgam.Invalid, "limit", "must be between 1 and %d, not %d", maxLimit, n)
 		}
 		q.Limit = n
 	}
@@ -340,39 +412,41 @@ func (s *Server) moreRoutes() {
 		}
 		hops, err := sgam.Traverse(r.Context(), s.cfg.Store, s.cfg.Clock, c.tenant, r.PathValue("subject"), path, a)
 		return map[string]any{"hops": hops}, err
-	})
+	}, "path", "as_of", "known_at")
 
 	s.route("GET /v1/pending", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		cs, err := s.cfg.Store.Pending(r.Context(), sgam.PendingQuery{Tenant: c.tenant, Subject: r.URL.Query().Get("subject")})
 		return map[string]any{"candidates": cs}, err
-	})
+	}, "subject")
 	s.route("POST /v1/pending/{id}/confirm", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
-		var req struct {
-			EpisodeID string `json:"episode_id"`
-		}
+		var req ConfirmRequest
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
 		return s.cfg.Store.Confirm(r.Context(), c.tenant, r.PathValue("id"), req.EpisodeID)
 	})
 	s.route("POST /v1/pending/{id}/dismiss", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+		if err := noFields(r); err != nil {
+			return nil, err
+		}
 		return map[string]bool{"ok": true}, s.cfg.Store.Dismiss(r.Context(), c.tenant, r.PathValue("id"))
 	})
 
 	s.route("POST /v1/forget", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
-		var req struct {
-			Subject string `json:"subject"`
-			Episode string `json:"episode_id"`
-			All     bool   `json:"all"`
-		}
+		var req ForgetRequest
 		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		if err := req.check(); err != nil {
 			return nil, err
 		}
 		actor := "api"
 		if c.keyID != "" {
 			actor = "key:" + c.keyID
 		}
-		return s.cfg.Store.Forget(r.Context(), sgam.ForgetRequest{Tenant: c.tenant, Subject: req.Subject, Episode: req.Episode, All: req.All, Actor: actor})
+		rc, err := s.cfg.Store.Forget(r.Context(), sgam.ForgetRequest{Tenant: c.tenant, Subject: req.Subject, Episode: req.EpisodeID, All: req.All, Actor: actor})
+		// The store names the episode "episode"; this request names it episode_id.
+		return rc, renameField(err, "episode", "episode_id")
 	})
 	s.route("GET /v1/receipts", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		rs, err := s.cfg.Store.Receipts(r.Context(), c.tenant)
@@ -382,7 +456,11 @@ func (s *Server) moreRoutes() {
 	// A key reads and applies its own tenant's schema; the store-wide
 	// default is the operator's, set only through the CLI.
 	s.route("GET /v1/schema", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
-		return s.cfg.Store.Schema(r.Context(), c.tenant)
+		v, err := s.cfg.Store.Schema(r.Context(), c.tenant)
+		if err != nil {
+			return nil, err
+		}
+		return schemaAnswer(v), nil
 	})
 	s.route("POST /v1/schema", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		body, err := readBody(r)
@@ -393,8 +471,12 @@ func (s *Server) moreRoutes() {
 		if dry != "" && dry != "true" && dry != "false" {
 			return nil, sgam.Errorf(sgam.Invalid, "dry_run", "must be true or false")
 		}
-		return s.cfg.Store.ApplySchema(r.Context(), c.tenant, body, dry == "true")
-	})
+		v, err := s.cfg.Store.ApplySchema(r.Context(), c.tenant, body, dry == "true")
+		if err != nil {
+			return nil, err
+		}
+		return schemaAnswer(v), nil
+	}, "dry_run")
 
 	s.route("POST /v1/replay", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		body, err := readBody(r)
@@ -407,7 +489,7 @@ func (s *Server) moreRoutes() {
 		if err != nil {
 			return nil, err
 		}
-		var results []json.RawMessage
+		results := []json.RawMessage{} // [] for a script of no lines, never null
 		for _, line := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
 			if len(line) > 0 {
 				results = append(results, line)
@@ -415,4 +497,88 @@ func (s *Server) moreRoutes() {
 		}
 		return map[string]any{"lines": st.Lines, "failed": st.Failed, "results": results}, nil
 	})
+}
+
+// ConfirmRequest is the body of POST /v1/pending/{id}/confirm.
+type ConfirmRequest struct {
+	EpisodeID string `json:"episode_id"` // the episode that confirms the candidate
+}
+
+// ForgetRequest is the body of POST /v1/forget: exactly one of Subject,
+// EpisodeID and All.
+type ForgetRequest struct {
+	Subject   string `json:"subject"`
+	EpisodeID string `json:"episode_id"`
+	All       bool   `json:"all"`
+}
+
+// check refuses a request naming more than one thing to forget, in the
+// request's own field names (the store checks the rest).
+func (req ForgetRequest) check() error {
+	var given []string
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{req.Subject != "", "subject"}, {req.EpisodeID != "", "episode_id"}, {req.All, "all"}} {
+		if f.set {
+			given = append(given, f.name)
+		}
+	}
+	if len(given) > 1 {
+		return sgam.Errorf(sgam.Invalid, given[1], "forget one thing at a time: a subject, an episode (episode_id), or the whole tenant (all), not both %s and %s", given[0], given[1])
+	}
+	return nil
+}
+
+// renameField returns err with the field from, as the store names it,
+// renamed to, as the request names it; other errors are returned as they
+// are.
+func renameField(err error, from, to string) error {
+	var e *sgam.Error
+	if !errors.As(err, &e) || e.Field != from {
+		return err
+	}
+	c := *e
+	c.Field = to
+	return &c
+}
+
+// noFields reads the body of a route that takes none: empty, or an
+// empty JSON object ({}). Anything else is refused as decode refuses a
+// bad body: a field (none is one of this request), or text that is not a
+// JSON object.
+func noFields(r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil
+	}
+	if trimmed[0] != '{' { // decode would take null for {}
+		return sgam.Errorf(sgam.Invalid, "body", "must be empty or {}: this request has no fields")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return decode(r, &struct{}{})
+}
+
+// SchemaAnswer is a schema version as GET and POST /v1/schema answer it.
+// A tenant served by no schema at all is served by the store default's
+// version 0, none: store_default is set, and applied_at, never applied,
+// left out rather than answered as the zero instant.
+type SchemaAnswer struct {
+	sgam.SchemaVersion
+	AppliedAt *time.Time `json:"applied_at,omitempty"`
+}
+
+func schemaAnswer(v sgam.SchemaVersion) SchemaAnswer {
+	if v.Tenant == "" {
+		v.StoreDefault = true
+	}
+	out := SchemaAnswer{SchemaVersion: v}
+	if !v.AppliedAt.IsZero() {
+		out.AppliedAt = &v.AppliedAt
+	}
+	return out
 }

@@ -62,7 +62,10 @@ type Server struct {
 	mux *http.ServeMux
 	// routes maps each registered pattern ("GET /v1/schema") to the role it
 	// needs ("" for none): what the OpenAPI document must say.
-	routes  map[string]apikey.Role
+	routes map[string]apikey.Role
+	// params maps each pattern registered with route to the query
+	// parameters it takes (none: nil); any other is refused.
+	params  map[string][]string
 	limits  *limiters
 	keys    *keyCache // nil: off
 	metrics *Metrics
@@ -104,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Metrics = NewMetrics()
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
-		limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: cfg.Metrics}
+		params: map[string][]string{}, limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: cfg.Metrics}
 	s.metrics.watch(cfg.Store)
 	s.register()
 	ui, err := inspector.New(inspector.Config{Store: cfg.Store, Recaller: cfg.Recaller, Dev: cfg.Dev, DevTenant: cfg.DevTenant,
@@ -130,15 +133,21 @@ type caller struct {
 // or the status it sets with created) or an error.
 type handler func(w http.ResponseWriter, r *http.Request, c caller) (any, error)
 
-// route registers pattern, needing role need ("": no key at all).
-func (s *Server) route(pattern string, need apikey.Role, h handler) {
+// route registers pattern, needing role need ("": no key at all) and
+// taking the query parameters params (any other is refused).
+func (s *Server) route(pattern string, need apikey.Role, h handler, params ...string) {
 	s.routes[pattern] = need
+	s.params[pattern] = params
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.admit(w, r, need)
 		if !ok {
 			return
 		}
-		v, err := h(w, r, c)
+		var v any
+		err := query(r, params)
+		if err == nil {
+			v, err = h(w, r, c)
+		}
 		if err != nil {
 			if sgam.ErrorCode(err) == sgam.Internal && !errors.Is(err, context.DeadlineExceeded) { // the caller only sees "internal error"
 				s.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
@@ -220,7 +229,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	s.mux.ServeHTTP(rec, r)
 	route := r.Pattern // set by the mux: the route, never the caller's path
-	if route == "" {
+	if route == "" || route == unmatched {
 		route = "unmatched"
 	}
 	s.metrics.observe(route, rec.status, time.Since(start))

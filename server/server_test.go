@@ -154,6 +154,7 @@ func (e *env) do(method, path, key, body string) (int, map[string]any) {
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
+	conforms(e.t, method, path, res, raw)
 	var out map[string]any
 	require.NoError(e.t, json.Unmarshal(raw, &out), "body: %s", raw)
 	return res.StatusCode, out
@@ -657,6 +658,7 @@ func (e *env) raw(method, path, key, body string) (*http.Response, string) {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
+	conforms(e.t, method, path, res, b)
 	return res, string(b)
 }
 
