@@ -25,7 +25,7 @@ func TestParseTime(t *testing.T) {
 		{"2026-06-03T10:00:00.123456789Z", "2026-06-03T10:00:00.123456Z"},
 		{"2026-06-03T10:00:00.1+00:00", "2026-06-03T10:00:00.1Z"},
 		{"0001-01-01T00:00:01Z", "0001-01-01T00:00:01Z"},
-		{"0001-01-01T00:00:00Z", "0001-01-01T00:00:00Z"},
+		{"0001-01-01T00:00:00.000001Z", "0001-01-01T00:00:00.000001Z"},
 		{"9999-12-31T23:59:59.9999999Z", "9999-12-31T23:59:59.999999Z"},
 	} {
 		got, err := sgam.ParseTime("t", c.in)
@@ -41,6 +41,11 @@ func TestParseTime(t *testing.T) {
 		{"2026-06-03 10:00:00Z", "not an RFC 3339"},
 		{"2026-13-03T10:00:00Z", "not an RFC 3339"},
 		{"yesterday", "not an RFC 3339"},
+		// Go's zero time means "not given" to the API: as an input it would
+		// silently read as now.
+		{"0001-01-01T00:00:00Z", "the zero instant"},
+		{"0001-01-01T01:00:00+01:00", "the zero instant"},
+		{"0001-01-01T00:00:00.0000009Z", "the zero instant"},
 		{"2026-06-03T10:00:00,5Z", "not an RFC 3339"},
 		{"1717400000", "not an RFC 3339"},
 		{strings.Repeat("9", 100), "longer than 64"},
@@ -278,4 +283,47 @@ func TestSubjectFormatCharacters(t *testing.T) {
 	for _, s := range []string{"mira", "Mira Østby", "ミラ", "мира", "مِيرا", "mira@example.com", "a b"} {
 		require.NoError(t, sgam.CheckSubject(s), s)
 	}
+}
+
+// TestFieldNamesExact: encoding/json fills `json:"subject"` from
+// "SUBJECT" too, so a line could be read other than as written, and one
+// with both keys would keep the last past CheckJSON's duplicate test.
+func TestFieldNamesExact(t *testing.T) {
+	type inner struct {
+		Name string `json:"name"`
+	}
+	type Embedded struct {
+		Kind string `json:"kind"`
+	}
+	type line struct {
+		Embedded
+		Subject string           `json:"subject"`
+		Items   []inner          `json:"items,omitempty"`
+		ByKey   map[string]inner `json:"by_key"`
+		Raw     json.RawMessage  `json:"raw"`
+		Plain   string
+		Skipped string `json:"-"`
+	}
+	for _, c := range []struct{ in, field, says string }{
+		{`{"SUBJECT":"casey"}`, "SUBJECT", `field names are case-sensitive (the field is "subject")`},
+		{`{"subject":"m","SUBJECT":"n"}`, "SUBJECT", "case-sensitive"},
+		{`{"Kind":"x"}`, "Kind", `the field is "kind"`},
+		{`{"items":[{"name":"a"},{"NAME":"b"}]}`, "items[1].NAME", "case-sensitive"},
+		{`{"by_key":{"k":{"Name":"b"}}}`, "by_key.k.Name", "case-sensitive"},
+		{`{"plain":"x"}`, "plain", `the field is "Plain"`},
+	} {
+		var l line
+		err := sgam.DecodeStrict([]byte(c.in), &l)
+		var se *sgam.Error
+		require.ErrorAs(t, err, &se, c.in)
+		require.Equal(t, c.field, se.Field, c.in)
+		require.Contains(t, se.Message, c.says, c.in)
+	}
+	// Exact names pass, and a raw value's own keys are not fields.
+	var l line
+	require.NoError(t, sgam.DecodeStrict([]byte(`{"kind":"k","subject":"s","items":[{"name":"a"}],"by_key":{"K":{"name":"b"}},"raw":{"SUBJECT":1},"Plain":"p"}`), &l))
+	require.Equal(t, "s", l.Subject)
+	require.Equal(t, "k", l.Kind)
+	// Keys that match nothing are the decoder's to refuse.
+	require.ErrorContains(t, sgam.DecodeStrict([]byte(`{"nope":1}`), &l), "is not a known field")
 }

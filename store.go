@@ -234,6 +234,17 @@ type Admin interface {
 	// under a present id, or rows that would break an invariant, are a
 	// Conflict and nothing of the batch is written.
 	Import(ctx context.Context, b ImportBatch) (ImportStats, error)
+	// ExportSchemas returns the stored schema versions an export of tenant
+	// (every tenant when empty) carries: the store default's, then each
+	// tenant's own, oldest first, with their bodies.
+	ExportSchemas(ctx context.Context, tenant string) ([]SchemaVersion, error)
+	// ImportSchema stores an exported schema version under its own number
+	// and applied_at, in a transaction of its own, so that imported rows'
+	// schema versions name the schemas they were written under. A version
+	// already stored with the same hash is present (true, nothing
+	// written); a different one under that number is a Conflict, as is a
+	// version below the owner's latest that is not stored.
+	ImportSchema(ctx context.Context, v SchemaVersion) (present bool, err error)
 }
 
 // Store is every capability of a store.

@@ -15,7 +15,11 @@ var (
 	maxInstant = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC) // the last microsecond
 )
 
-// MinTime is the earliest instant a store accepts: 0001-01-01T00:00:00Z.
+// MinTime is the lower bound of the instants a store holds:
+// 0001-01-01T00:00:00Z, Go's zero time. That instant itself is refused as
+// input, because the API reads a zero time as "not given" (now, for a
+// read; the transaction instant, for a write): the earliest instant an
+// input may name is one microsecond later.
 func MinTime() time.Time { return minInstant }
 
 // MaxTime is the latest instant a store accepts: the last microsecond of
@@ -104,6 +108,9 @@ func CheckTime(field string, t time.Time) (time.Time, error) {
 // inRange normalizes t to UTC microseconds and checks its year.
 func inRange(field string, t time.Time) (time.Time, error) {
 	t = t.UTC().Truncate(time.Microsecond)
+	if t.Equal(minInstant) {
+		return time.Time{}, Errorf(Invalid, field, "%s is the zero instant, which sgam reads as \"not given\"; the earliest instant it accepts is 0001-01-01T00:00:00.000001Z", t.Format(time.RFC3339Nano))
+	}
 	if t.Before(minInstant) || t.After(maxInstant) {
 		return time.Time{}, Errorf(Invalid, field, "%s is outside years 0001 to 9999", t.Format(time.RFC3339Nano))
 	}

@@ -364,8 +364,10 @@ type ImportBatch struct {
 
 // ImportStats counts what an Import wrote and what it found already present.
 type ImportStats struct {
+	Schemas         int `json:"schemas"`
 	Episodes        int `json:"episodes"`
 	Facts           int `json:"facts"`
+	SchemasPresent  int `json:"schemas_present"`
 	EpisodesPresent int `json:"episodes_present"`
 	FactsPresent    int `json:"facts_present"`
 }

@@ -782,7 +782,13 @@ func (l Limits) CheckNewEpisode(e Episode, now time.Time) (Episode, error) {
 	if e.Kind == KindUnknown {
 		return e, Errorf(Invalid, "kind", "%q is reserved for placeholder episodes the store creates; name the kind of input this is", KindUnknown)
 	}
-	return l.CheckEpisode(e, now)
+	e, err := l.CheckEpisode(e, now)
+	// Only the store's placeholders are empty: a captured episode is what
+	// facts cite and recall quotes, and an empty one is a caller's mistake.
+	if err == nil && strings.TrimSpace(e.Content) == "" {
+		err = Errorf(Invalid, "content", "is required: the episode's text")
+	}
+	return e, err
 }
 
 // Resolve returns the two instants of a read, defaulting to now.

@@ -3,14 +3,18 @@
 // corroborating evidence), so that a database can be backed up, restored
 // or moved between stores.
 //
-//	{"type":"header","format":"sgam-export","version":1,"exported_at":"2026-06-05T12:00:00Z"}
+//	{"type":"header","format":"sgam-export","version":2,"exported_at":"2026-06-05T12:00:00Z"}
+//	{"type":"schema","tenant":"acme","version":2,"hash":"…","applied_at":"…","schema":{…}}
 //	{"type":"episode","tenant":"acme","episode_id":"e1","session":"","kind":"message","content":"...","occurred_at":"...","recorded_at":"..."}
 //	{"type":"fact","fact_id":3,"tenant":"acme","subject":"mira","attribute":"passport_deadline","value":"2026-07-15",
 //	 "valid_from":"...","valid_to":null,"recorded_at":"...","retracted_at":"...","supersedes":null,"schema_version":0,
 //	 "source":"e1","evidence":[{"episode_id":"e9","recorded_at":"..."}]}
 //
-// Episodes come before the facts that cite them. A tombstone has
-// "tombstone":true and "value":null.
+// Schema versions (the store default's with "store_default":true and no
+// tenant) come first, so that the rows' schema_version names a stored
+// schema when they arrive; episodes come before the facts that cite them.
+// A tombstone has "tombstone":true and "value":null. Version 1 exports
+// (no schema lines) are read too.
 package archive
 
 import (
@@ -28,9 +32,10 @@ import (
 )
 
 // Format and Version identify the export format in its header line.
+// Version 2 added schema lines; this package reads 1 and 2.
 const (
 	Format  = "sgam-export"
-	Version = 1
+	Version = 2
 )
 
 // MaxLineBytes bounds one line: an episode's content is at most 1 MiB, and
@@ -57,6 +62,16 @@ type episodeLine struct {
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	Retention      string          `json:"retention,omitempty"`
 	Subjects       []string        `json:"subjects,omitempty"`
+}
+
+type schemaLine struct {
+	Type         string          `json:"type"`
+	Tenant       string          `json:"tenant,omitempty"`
+	StoreDefault bool            `json:"store_default,omitempty"`
+	Version      int             `json:"version"`
+	Hash         string          `json:"hash"`
+	AppliedAt    string          `json:"applied_at"`
+	Schema       json.RawMessage `json:"schema"`
 }
 
 type evidenceLine struct {
@@ -86,6 +101,7 @@ type factLine struct {
 
 // Counts reports how many rows an export wrote.
 type Counts struct {
+	Schemas  int `json:"schemas"`
 	Episodes int `json:"episodes"`
 	Facts    int `json:"facts"`
 }
@@ -99,7 +115,18 @@ func Export(ctx context.Context, store sgam.Store, tenant string, now time.Time,
 	if err := enc.Encode(header{Type: "header", Format: Format, Version: Version, ExportedAt: sgam.FormatTime(now)}); err != nil {
 		return c, err
 	}
-	err := store.Export(ctx, tenant, func(e sgam.Episode) error {
+	schemas, err := store.ExportSchemas(ctx, tenant)
+	if err != nil {
+		return c, err
+	}
+	for _, v := range schemas {
+		c.Schemas++
+		if err := enc.Encode(schemaLine{Type: "schema", Tenant: v.Tenant, StoreDefault: v.StoreDefault, Version: v.Version, Hash: v.Hash,
+			AppliedAt: sgam.FormatTime(v.AppliedAt), Schema: v.Body}); err != nil {
+			return c, err
+		}
+	}
+	err = store.Export(ctx, tenant, func(e sgam.Episode) error {
 		c.Episodes++
 		return enc.Encode(episodeLine{Type: "episode", Tenant: e.Tenant, EpisodeID: e.ID, Session: e.Session, Kind: e.Kind,
 			Content: e.Content, OccurredAt: sgam.FormatTime(e.OccurredAt), RecordedAt: sgam.FormatTime(e.RecordedAt),
@@ -138,16 +165,18 @@ func toFactLine(f sgam.StoredFact) factLine {
 // Record is one decoded line: an episode or a fact.
 type Record struct {
 	Line    int
+	Schema  *sgam.SchemaVersion
 	Episode *sgam.Episode
 	Fact    *sgam.StoredFact
 }
 
 // Reader decodes an export line by line.
 type Reader struct {
-	sc        *bufio.Scanner
-	line      int
-	sawHeader bool
-	sawFact   bool
+	sc         *bufio.Scanner
+	line       int
+	sawHeader  bool
+	sawEpisode bool
+	sawFact    bool
 }
 
 // NewReader returns a Reader of r. The first line must be the header.
@@ -178,7 +207,7 @@ func (r *Reader) Next() (Record, error) {
 		if err != nil {
 			return Record{}, &LineError{Line: r.line, Err: err}
 		}
-		if rec.Episode == nil && rec.Fact == nil {
+		if rec.Schema == nil && rec.Episode == nil && rec.Fact == nil {
 			continue // the header
 		}
 		rec.Line = r.line
@@ -223,12 +252,30 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 		if h.Format != Format {
 			return Record{}, sgam.Errorf(sgam.Invalid, "format", "is %q, not %q", h.Format, Format)
 		}
-		if h.Version != Version {
-			return Record{}, sgam.Errorf(sgam.Invalid, "version", "is %d; this sgam reads version %d", h.Version, Version)
+		if h.Version < 1 || h.Version > Version {
+			return Record{}, sgam.Errorf(sgam.Invalid, "version", "is %d; this sgam reads versions 1 to %d", h.Version, Version)
 		}
 		r.sawHeader = true
 		return Record{}, nil
+	case "schema":
+		if r.sawEpisode || r.sawFact {
+			return Record{}, sgam.Errorf(sgam.Invalid, "type", "schemas must come before episodes and facts")
+		}
+		var l schemaLine
+		if err := sgam.DecodeStrict(raw, &l); err != nil {
+			return Record{}, err
+		}
+		v := sgam.SchemaVersion{Tenant: l.Tenant, StoreDefault: l.StoreDefault, Version: l.Version, Hash: l.Hash, Body: l.Schema}
+		var err error
+		if v.AppliedAt, err = sgam.ParseTime("applied_at", l.AppliedAt); err != nil {
+			return Record{}, err
+		}
+		if len(v.Body) == 0 {
+			return Record{}, sgam.Errorf(sgam.Invalid, "schema", "is required: the schema's canonical JSON")
+		}
+		return Record{Schema: &v}, nil
 	case "episode":
+		r.sawEpisode = true
 		if r.sawFact {
 			return Record{}, sgam.Errorf(sgam.Invalid, "type", "episodes must come before facts")
 		}
@@ -258,9 +305,9 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 		}
 		return Record{Fact: &f}, nil
 	case "":
-		return Record{}, sgam.Errorf(sgam.Invalid, "type", "is required: header, episode or fact")
+		return Record{}, sgam.Errorf(sgam.Invalid, "type", "is required: header, schema, episode or fact")
 	default:
-		return Record{}, sgam.Errorf(sgam.Invalid, "type", "%q is not a record type: header, episode or fact", probe.Type)
+		return Record{}, sgam.Errorf(sgam.Invalid, "type", "%q is not a record type: header, schema, episode or fact", probe.Type)
 	}
 }
 
@@ -345,6 +392,23 @@ func Import(ctx context.Context, store sgam.Store, r io.Reader, opts ImportOptio
 		}
 		if err != nil {
 			return total, err
+		}
+		if rec.Schema != nil {
+			// Schemas come first, each in a transaction of its own, so
+			// that the rows after them are checked under them.
+			present, err := store.ImportSchema(ctx, *rec.Schema)
+			if err != nil {
+				return total, &LineError{Line: rec.Line, Err: err}
+			}
+			if present {
+				total.SchemasPresent++
+			} else {
+				total.Schemas++
+			}
+			if opts.Committed != nil {
+				opts.Committed(total, rec.Line)
+			}
+			continue
 		}
 		if rec.Episode != nil {
 			batch.Episodes = append(batch.Episodes, *rec.Episode)

@@ -152,6 +152,12 @@ func TestDecodeWarnsOnCurrentValue(t *testing.T) {
 	require.Len(t, out.Writes, 1, "change and current_value are the model's reasoning, not authority")
 	require.Len(t, out.Warnings, 1)
 	require.Contains(t, out.Warnings[0], `the stored value is 2026-07-15`)
+
+	out, err = extract.Decode(in, answer(llmtest.Update{Evidence: "June 30", Subject: "mira", Attribute: "passport_deadline",
+		Change: "new", Value: llmtest.S("2026-06-30")}))
+	require.NoError(t, err)
+	require.Len(t, out.Warnings, 1)
+	require.Contains(t, out.Warnings[0], `current_value null, but the stored value is 2026-07-15`, "null is not shown as \"\"")
 }
 
 func TestDecodeRefusesBadAnswers(t *testing.T) {
@@ -160,6 +166,16 @@ func TestDecodeRefusesBadAnswers(t *testing.T) {
 		`{"updates": [], "updates": []}`, `{"updates": null}`, "{\"updates\": [\"\xff\"]}"} {
 		_, err := extract.Decode(in, a)
 		require.Error(t, err, a)
+	}
+	// Each says where, once, from the answer's top.
+	for a, says := range map[string]string{
+		`{"updates":[{"a":1,"a":2}]}`:   `the answer holds the key "a" twice in one object (at /updates/0)`,
+		`{"updates":[],"updates":[]}`:   `the answer holds the key "updates" twice`,
+		`{"updates":[{"value":1e400}]}`: "the answer holds the number 1e400, beyond the range of a 64-bit float (about ±1.8e308) (at /updates/0/value)",
+		`nope`:                          "the answer is not valid JSON: expected null: 'n' at offset 0",
+	} {
+		_, err := extract.Decode(in, a)
+		require.EqualError(t, err, says, a)
 	}
 }
 

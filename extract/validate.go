@@ -2,6 +2,7 @@ package extract
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,7 +38,20 @@ func Decode(in Input, answer string) (Outcome, error) {
 		return out, fmt.Errorf("the answer is empty")
 	}
 	if err := sgam.CheckJSON("answer", raw); err != nil {
-		return out, fmt.Errorf("the answer is not valid JSON: %s", sgam.ErrorMessage(err))
+		msg := sgam.ErrorMessage(err)
+		// CheckJSON names the member the fault is in as the field, and
+		// the place inside it as a pointer: one pointer from the answer's top.
+		var se *sgam.Error
+		if errors.As(err, &se) && se.Field != "answer" {
+			if strings.HasPrefix(msg, "is given twice") {
+				msg = fmt.Sprintf("holds the key %q twice", se.Field)
+			} else if i := strings.LastIndex(msg, " (at /"); i >= 0 && strings.HasSuffix(msg, ")") {
+				msg = msg[:i] + " (at /" + se.Field + "/" + msg[i+len(" (at /"):]
+			} else {
+				msg += " (at /" + se.Field + ")"
+			}
+		}
+		return out, fmt.Errorf("the answer %s", msg)
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
@@ -290,7 +304,7 @@ func readValue(a *schema.Attribute, text string) (json.RawMessage, *sgam.Rejecti
 		}
 	case schema.TypeInteger, schema.TypeNumber:
 		if _, err := strconv.ParseFloat(t, 64); err != nil {
-			return nil, reject(sgam.RejectInvalidValue, "value", "%q is not a %s", clip(text, 60), a.Type)
+			return nil, reject(sgam.RejectInvalidValue, "value", "%q is not %s %s", clip(text, 60), article(string(a.Type)), a.Type)
 		}
 		raw = json.RawMessage(t)
 	case schema.TypeBoolean:
@@ -365,7 +379,18 @@ func currentWarning(in Input, u update, w *sgam.CandidateWrite, value json.RawMe
 	if w.Set && value != nil {
 		return "" // a set shows several members; current_value names one or none
 	}
+	if u.CurrentValue == nil {
+		return fmt.Sprintf("current_value null, but the stored value is %s", clip(shownValue(shown[0].Value), 60))
+	}
 	return fmt.Sprintf("current_value %q, but the stored value is %s", clip(said, 60), clip(shownValue(shown[0].Value), 60))
+}
+
+// article is "an" before a word that starts with a vowel, else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // normalize folds case, runs of white space and typographic quotes, for

@@ -58,11 +58,22 @@ func (c *Client) Complete(ctx context.Context, r Request) (Response, error) {
 
 // retrier is how the client's requests are sent again.
 func (c *Client) retrier() retrier {
-	return retrier{maxAttempts: c.cfg.MaxAttempts, maxBackoff: c.cfg.MaxBackoff, timeout: c.cfg.Timeout, mode: c.cfg.Mode}
+	return retrier{maxAttempts: c.cfg.MaxAttempts, maxBackoff: c.cfg.MaxBackoff, timeout: c.cfg.Timeout, mode: c.cfg.Mode, secret: c.cfg.APIKey}
 }
 
 // once sends one attempt (ctx bounds it: see retrier.do).
 func (c *Client) once(ctx context.Context, params openai.ChatCompletionNewParams, extra []option.RequestOption) (string, Usage, error) {
+	out, usage, err := c.answer(ctx, params, extra)
+	// The answer is kept in extraction records: a server that echoes the
+	// request's key into it must not leave the key there.
+	return redact(out, c.cfg.APIKey, minRedacted), usage, err
+}
+
+// minRedacted is the shortest key cut out of a model's answer: real keys
+// are long, and a short placeholder ("none", "ollama") may be a word.
+const minRedacted = 8
+
+func (c *Client) answer(ctx context.Context, params openai.ChatCompletionNewParams, extra []option.RequestOption) (string, Usage, error) {
 	cc, err := c.oa.Chat.Completions.New(ctx, params, extra...)
 	if err != nil {
 		return "", Usage{}, err
@@ -73,7 +84,7 @@ func (c *Client) once(ctx context.Context, params openai.ChatCompletionNewParams
 	}
 	msg := cc.Choices[0].Message
 	if msg.Refusal != "" {
-		return "", usage, &Error{Kind: KindRefused, Mode: c.cfg.Mode, Message: "the model refused: " + clip(msg.Refusal, 300)}
+		return "", usage, &Error{Kind: KindRefused, Mode: c.cfg.Mode, Message: "the model refused: " + clip(redact(msg.Refusal, c.cfg.APIKey, 1), 300)}
 	}
 	if c.cfg.Mode == Tools {
 		for _, tc := range msg.ToolCalls {

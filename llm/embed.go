@@ -203,7 +203,7 @@ func (c *EmbedClient) request(ctx context.Context, batch []string, dims *int) ([
 	if c.cfg.Dimensions > 0 {
 		params.Dimensions = openai.Int(int64(c.cfg.Dimensions))
 	}
-	r := retrier{maxAttempts: c.cfg.MaxRetries + 1, maxBackoff: 60 * time.Second, timeout: c.cfg.Timeout, what: "embeddings"}
+	r := retrier{maxAttempts: c.cfg.MaxRetries + 1, maxBackoff: 60 * time.Second, timeout: c.cfg.Timeout, what: "embeddings", secret: c.cfg.APIKey}
 	var vecs [][]float32
 	var tokens int
 	_, err := r.do(ctx, func(actx context.Context) error {

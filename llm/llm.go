@@ -155,7 +155,8 @@ func (u Usage) Add(v Usage) Usage {
 // Response is a model's answer.
 type Response struct {
 	// Raw is the text the model answered (message content, or the tool
-	// call's arguments), as it came.
+	// call's arguments), as it came, except that the API key, should the
+	// server have quoted it, is replaced by [redacted].
 	Raw string
 	// JSON is the answer with any <think> block and code fence removed:
 	// what to parse. It is not checked against the schema.

@@ -2,7 +2,11 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -189,3 +193,35 @@ func TestConfig(t *testing.T) {
 }
 
 func writeFile(name, s string) error { return os.WriteFile(name, []byte(s), 0o600) }
+
+// TestEchoedKeyCut: a server that quotes the Authorization header back,
+// in an error or in its answer, does not get the key into sgam's errors
+// or the answers it keeps in extraction records.
+func TestEchoedKeyCut(t *testing.T) {
+	const key = "sk-SECRETKEY-abc123xyz"
+	status := http.StatusUnauthorized
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		auth, _ := json.Marshal(r.Header.Get("Authorization"))
+		w.WriteHeader(status)
+		if status != http.StatusOK {
+			fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"}}`, auth[1:len(auth)-1])
+			return
+		}
+		content, _ := json.Marshal(`{"updates":[{"evidence":"` + r.Header.Get("Authorization") + `","subject":"mira"}]}`)
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%s}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, content)
+	}))
+	defer srv.Close()
+	c, err := llm.New(llm.Config{BaseURL: srv.URL + "/v1", Model: "m", APIKey: key, Mode: llm.JSONSchema, MaxBackoff: time.Second})
+	require.NoError(t, err)
+	_, err = c.Complete(context.Background(), request())
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), key)
+	require.Contains(t, err.Error(), "Incorrect API key provided: Bearer [redacted]")
+
+	status = http.StatusOK
+	ans, err := c.Complete(context.Background(), request())
+	require.NoError(t, err)
+	require.NotContains(t, ans.Raw, key)
+	require.Contains(t, ans.Raw, "Bearer [redacted]")
+}

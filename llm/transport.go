@@ -49,6 +49,7 @@ type retrier struct {
 	timeout     time.Duration // of one attempt
 	mode        Mode          // of a chat request; "" for embeddings
 	what        string        // the server, in errors: "" for the model's, "embeddings"
+	secret      string        // the API key, cut out of every error message
 }
 
 var errTimeout = errors.New("timeout")
@@ -137,7 +138,23 @@ func (r retrier) classify(err error) *Error {
 		// the key (it is a header, not part of the URL).
 		e.Kind, e.Message = KindMalformed, clip(err.Error(), 500)
 	}
+	// A server may quote the request's Authorization header back
+	// ("Incorrect API key provided: Bearer sk-…"), and the message goes to
+	// errors and extraction records.
+	e.Message = redact(e.Message, r.secret, 1)
 	return e
+}
+
+// redacted replaces an API key wherever a server quoted it.
+const redacted = "[redacted]"
+
+// redact replaces secret in s, when secret is at least min bytes long (a
+// shorter one would cut ordinary words out of a model's answer).
+func redact(s, secret string, min int) string {
+	if secret == "" || len(secret) < min {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, redacted)
 }
 
 // serverMessage is the server's own message of an error answer, without

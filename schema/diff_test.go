@@ -107,7 +107,7 @@ func TestDiffSmall(t *testing.T) {
 		{base + "migrations:\n  - name: m\n    rename: {from: tier, to: plan}\n",
 			base + "migrations:\n  - name: m\n    rename: {from: level, to: plan}\n",
 			[]string{"~ migration m: rename tier -> plan -> rename level -> plan"}},
-		{"", "retention: {s: 12h}\nattributes:\n  x: {memory: profile, type: string}\nmigrations:\n  - name: m\n    split: {from: y, into: {x: value}}\n",
+		{"{}", "retention: {s: 12h}\nattributes:\n  x: {memory: profile, type: string}\nmigrations:\n  - name: m\n    split: {from: y, into: {x: value}}\n",
 			[]string{"+ retention class s 12h", "+ attribute x (profile, string)", "+ migration m (split y -> x)"}},
 	} {
 		require.Equal(t, c.want, Diff(mustParse(t, c.old), mustParse(t, c.new)), "%s\n->\n%s", c.old, c.new)

@@ -610,8 +610,11 @@ func (p *reader) schema(root *node) *Schema {
 		MemoryTypes: slices.Clone(builtinMemoryTypes),
 	}
 	if root.kind == nullNode {
-		s.index()
-		return s
+		// An empty file (or an empty request body) is a mistake far more
+		// often than a schema meant to declare nothing, and applying it
+		// would refuse every attribute the tenant writes.
+		p.add(root.line, "", "the schema is empty; a schema that declares no attributes says so: attributes: {}")
+		return nil
 	}
 	top := p.fields(root, "", topKeys)
 	if top == nil {

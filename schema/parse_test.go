@@ -194,7 +194,12 @@ migrations:
 
 func TestParseDefaults(t *testing.T) {
 	t.Parallel()
-	for _, src := range []string{"", "# nothing\n", "---\n", "{}", "attributes:\n"} {
+	// An empty document is refused: applied, it would refuse every write.
+	for _, src := range []string{"", "  \n", "# nothing\n", "---\n", "null"} {
+		_, err := Parse([]byte(src))
+		require.ErrorContains(t, err, "the schema is empty", "%q", src)
+	}
+	for _, src := range []string{"{}", "attributes:\n", "attributes: {}\n"} {
 		s, err := Parse([]byte(src))
 		require.NoError(t, err, "%q", src)
 		require.Equal(t, []string{"user_confirmed", "tool", "event", "message", "inferred"}, s.SourceRanks)

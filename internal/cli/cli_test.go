@@ -258,6 +258,50 @@ func TestExportImportRoundTrip(t *testing.T) {
 	require.Contains(t, r.stderr, "line 4: recorded_at:")
 }
 
+// TestExportCarriesSchemas: the tenants' schemas and the default move with
+// the rows, under their own version numbers, so the target governs the
+// rows as the source did; an empty input creates no database.
+func TestExportCarriesSchemas(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src.db"), filepath.Join(dir, "dst.db")
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	def := write("default.yaml", "attributes:\n  city: {memory: profile, type: string}\n")
+	acme := write("acme.yaml", "attributes:\n  age: {memory: profile, type: integer}\n")
+	require.Equal(t, 0, sgamRun(t, "", "--db", src, "schema", "apply", def, "--default").code)
+	require.Equal(t, 0, sgamRun(t, "", "--db", src, "schema", "apply", acme, "--tenant", "acme").code)
+	r := sgamRun(t, "", "--db", src, "--tenant", "acme", "assert", "mira", "age", "42", "--source", "e1")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	dump := filepath.Join(dir, "dump.jsonl")
+	r = sgamRun(t, "", "--db", src, "export", "--out", dump)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "exported 2 schema versions")
+	r = sgamRun(t, "", "--db", dst, "import", dump)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "imported 2 schema versions")
+	r = sgamRun(t, "", "--db", dst, "import", dump)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "already present: 2 schema versions")
+	for _, tenant := range []string{"acme", "beta"} {
+		want := sgamRun(t, "", "--db", src, "--tenant", tenant, "--json", "schema", "show")
+		got := sgamRun(t, "", "--db", dst, "--tenant", tenant, "--json", "schema", "show")
+		require.Equal(t, want.stdout, got.stdout, tenant)
+	}
+	r = sgamRun(t, "", "--db", dst, "--tenant", "acme", "assert", "mira", "age", `"old"`, "--source", "e2")
+	require.Equal(t, cli.ExitUsage, r.code, "acme's imported schema governs: %s", r.stderr)
+	require.Equal(t, 0, sgamRun(t, "", "--db", dst, "check").code)
+
+	empty := write("empty.jsonl", "")
+	r = sgamRun(t, "", "--db", filepath.Join(dir, "none.db"), "import", empty)
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "FILE: the input is empty")
+	require.NoFileExists(t, filepath.Join(dir, "none.db"))
+}
+
 // TestCheckNamesViolations corrupts a database behind the store's back
 // and expects `sgam check` to fail naming each broken rule.
 func TestCheckNamesViolations(t *testing.T) {

@@ -96,7 +96,7 @@ fact already named as its source is filled in.`,
 	f.StringVar(&metadata, "metadata", "", "a JSON object")
 	f.StringVar(&e.IdempotencyKey, "idempotency-key", "", "a key that makes retries of this capture no-ops")
 	f.StringVar(&e.Retention, "retention", "", "retention class (declared in the schema; default its episode_retention)")
-	f.StringVar(&content, "content", "", "the episode's text")
+	f.StringVar(&content, "content", "", "the episode's text (required: this or --content-file)")
 	f.StringVar(&contentFile, "content-file", "", "read the text from a file (- for standard input)")
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,7 +55,14 @@ func (f *llmFlags) get() (llm.Model, error) {
 	}
 	m, err := llm.New(cfg)
 	if err != nil {
-		return nil, sgam.Errorf(sgam.Invalid, "--llm-base-url", "%v", err)
+		field := "--llm-base-url"
+		switch {
+		case cfg.BaseURL != "" && cfg.Model == "":
+			field = "--llm-model"
+		case strings.ContainsAny(cfg.APIKey, "\r\n"):
+			field = llm.EnvAPIKey
+		}
+		return nil, sgam.Errorf(sgam.Invalid, field, "%v", err)
 	}
 	return m, nil
 }

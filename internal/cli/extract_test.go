@@ -128,6 +128,26 @@ func TestIngestBadLines(t *testing.T) {
 	require.Contains(t, r.stdout, "ok2")
 }
 
+// TestIngestAgainWithoutIDs: lines with no episode_id and no
+// idempotency_key are keyed by their text, so a second run captures
+// nothing; a field name in other case is refused, not read.
+func TestIngestAgainWithoutIDs(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	lines := "{\"content\":\"plain line\"}\n{\"content\":\"with time\",\"occurred_at\":\"2026-01-01T00:00:00Z\"}\n"
+	r := sgamRun(t, lines, "--db", db, "--tenant", "acme", "ingest", "-", "--no-extract")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "captured 2 episodes (2 new, 0 already there)")
+	r = sgamRun(t, lines, "--db", db, "--tenant", "acme", "ingest", "-", "--no-extract")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "captured 2 episodes (0 new, 2 already there)")
+	r = sgamRun(t, "", "--db", db, "--tenant", "acme", "--json", "episode", "list")
+	require.Equal(t, 2, strings.Count(r.stdout, `"episode_id"`), r.stdout)
+
+	r = sgamRun(t, `{"EPISODE_ID":"i3","content":"x"}`, "--db", db, "--tenant", "acme", "ingest", "-", "--no-extract")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "line 1.EPISODE_ID: is not a field: field names are case-sensitive")
+}
+
 func TestIngestWithoutModel(t *testing.T) {
 	t.Setenv("SGAM_LLM_BASE_URL", "")
 	t.Setenv("SGAM_LLM_MODEL", "")

@@ -3,6 +3,8 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,8 +61,18 @@ func parseIngestLine(raw []byte, tenant string) (sgam.Episode, error) {
 	if e.Content == "" {
 		return e, sgam.Errorf(sgam.Invalid, "content", "is required: the episode's text")
 	}
+	if e.ID == "" && e.IdempotencyKey == "" {
+		// Without an id or a key of its own, the line's text is its key:
+		// reading the file again captures nothing new and calls no model.
+		sum := sha256.Sum256(bytes.TrimSpace(raw))
+		e.IdempotencyKey = lineKeyPrefix + hex.EncodeToString(sum[:])
+	}
 	return e, nil
 }
+
+// lineKeyPrefix starts the idempotency key ingest gives a line that has
+// neither episode_id nor idempotency_key: the SHA-256 of its text follows.
+const lineKeyPrefix = "ingest-sha256:"
 
 func (a *app) ingestCommand() *cobra.Command {
 	var lf llmFlags
@@ -74,7 +86,10 @@ func (a *app) ingestCommand() *cobra.Command {
   {"tenant","episode_id","session","kind","content","occurred_at",
    "subjects":[...],"metadata":{...},"retention","idempotency_key"}
 
-Only content is required; --tenant fills a missing tenant. Each episode is
+Only content is required; --tenant fills a missing tenant. A line with
+neither episode_id nor idempotency_key gets the SHA-256 of its text as its
+idempotency key ("ingest-sha256:…"), so identical lines are one episode:
+give them ids to keep them apart. Each episode is
 captured together with its place in the extraction queue, so no crash loses
 one. Then ingest works the queue with --workers in this process (beside any
 'sgam worker' or 'sgam serve' on the same database) until every episode's

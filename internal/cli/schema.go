@@ -223,7 +223,11 @@ func (a *app) schemaShowCommand() *cobra.Command {
 				return a.printJSON(v)
 			}
 			if v.Version == 0 {
-				fmt.Fprintf(a.stdout, "no schema for %s: any attribute, any JSON value, every attribute single-valued\n", a.schemaOwner(storeDefault))
+				owner := "no schema for tenant " + a.tenant
+				if storeDefault {
+					owner = "no store default schema"
+				}
+				fmt.Fprintf(a.stdout, "%s: any attribute, any JSON value, every attribute single-valued\n", owner)
 				return nil
 			}
 			fmt.Fprintf(a.stdout, "schema version %d of %s, applied %s, sha256 %s\n%s\n", v.Version, whose(v), fmtTime(v.AppliedAt), v.Hash, v.Body)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -20,11 +21,16 @@ func (a *app) exportCommand() *cobra.Command {
 	var out string
 	c := &cobra.Command{
 		Use:   "export",
-		Short: "Write the whole database as JSONL: lossless, both time axes, sources and evidence",
-		Long: `Write every episode and fact row, exactly as stored (ids, valid and
+		Short: "Write schemas, episodes and facts as JSONL: lossless, both time axes, sources and evidence",
+		Long: `Write every schema version, episode and fact row, exactly as stored (ids, valid and
 transaction time, sources, corroborating evidence), as JSONL to standard
 output or --out. 'sgam import' restores it exactly, into this or another
-database. Every tenant is exported unless --only-tenant limits it to --tenant.`,
+database. Every tenant is exported unless --only-tenant limits it to --tenant.
+
+The export carries every schema version first (the store default's and each
+tenant's, with their numbers and applied_at), so that the rows' schema
+versions govern the target as they did here. Pending candidates, receipts,
+API keys, budgets, extraction records and embeddings are not exported.`,
 		Example: `  sgam export --db sgam.db > backup.jsonl
   sgam export --db sgam.db | sgam import --db copy.db`,
 		Args: cobra.NoArgs,
@@ -43,7 +49,7 @@ database. Every tenant is exported unless --only-tenant limits it to --tenant.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stderr, "exported %d episodes, %d facts\n", n.Episodes, n.Facts)
+				fmt.Fprintf(a.stderr, "exported %d schema versions, %d episodes, %d facts\n", n.Schemas, n.Episodes, n.Facts)
 				return nil
 			}
 			// Write beside the target and rename over it only when complete,
@@ -66,7 +72,7 @@ database. Every tenant is exported unless --only-tenant limits it to --tenant.`,
 			if err := os.Rename(f.Name(), out); err != nil {
 				return sgam.Errorf(sgam.Invalid, "--out", "%v", err)
 			}
-			fmt.Fprintf(a.stderr, "exported %d episodes, %d facts to %s\n", n.Episodes, n.Facts, out)
+			fmt.Fprintf(a.stderr, "exported %d schema versions, %d episodes, %d facts to %s\n", n.Schemas, n.Episodes, n.Facts, out)
 			return nil
 		},
 	}
@@ -110,6 +116,13 @@ With --json, one line per commit is printed to standard output:
 			if batch < 1 || batch > 100_000 {
 				return sgam.Errorf(sgam.Invalid, "--batch", "must be between 1 and 100000")
 			}
+			// An empty input is refused before the store is opened, so
+			// that it creates no database.
+			br := bufio.NewReaderSize(in, 64<<10)
+			if _, err := br.Peek(1); err == io.EOF {
+				return sgam.Errorf(sgam.Invalid, "FILE", "the input is empty: an export starts with a header line")
+			}
+			in = br
 			s, err := a.open(nil)
 			if err != nil {
 				return err
@@ -140,8 +153,8 @@ With --json, one line per commit is printed to standard output:
 			if bar != nil {
 				bar.Finish()
 			}
-			fmt.Fprintf(a.stderr, "imported %d episodes, %d facts (already present: %d episodes, %d facts)\n",
-				total.Episodes, total.Facts, total.EpisodesPresent, total.FactsPresent)
+			fmt.Fprintf(a.stderr, "imported %d schema versions, %d episodes, %d facts (already present: %d schema versions, %d episodes, %d facts)\n",
+				total.Schemas, total.Episodes, total.Facts, total.SchemasPresent, total.EpisodesPresent, total.FactsPresent)
 			return err
 		},
 	}

@@ -97,6 +97,7 @@ func runPromote(t *testing.T, newStore Factory) {
 	r, err = b.store.Confirm(b.ctx, tenantA, c.ID, "ok")
 	require.NoError(t, err)
 	require.NotNil(t, r.Fact)
+	require.False(t, r.NoChange, "confirming wrote the fact")
 
 	// A promotion from before a stored change of value closes the value
 	// before it there, and the later value stays: no overlap.

@@ -311,6 +311,7 @@ func runSchema(t *testing.T, newStore Factory) {
 		require.NoError(t, err)
 		require.Equal(t, "200", string(conf.Fact.Value))
 		require.Equal(t, []string{"e_tool", "e_user_confirmed"}, conf.Fact.Sources)
+		require.False(t, conf.NoChange, "confirming wrote the fact")
 		require.Equal(t, "200", string(b.get(k, "", "").Value))
 		require.Equal(t, "100", string(b.get(k, "", "2026-01-15T00:00:00Z").Value))
 		_, err = b.store.Confirm(b.ctx, tenantA, held.Pending.ID, "e_user_confirmed")
@@ -341,6 +342,7 @@ func runSchema(t *testing.T, newStore Factory) {
 		conf, err := b.store.Confirm(b.ctx, tenantA, held.Pending.ID, "e_user_confirmed")
 		require.NoError(t, err)
 		require.Equal(t, `"asthma"`, string(conf.Fact.Value))
+		require.False(t, conf.NoChange, "confirming wrote the fact")
 		require.Equal(t, "asthma", b.value(k, "", ""))
 		b.requireClean()
 	})
@@ -380,5 +382,72 @@ func runSchema(t *testing.T, newStore Factory) {
 		bad.Value = json.RawMessage(`70.00`)
 		_, err = strict.store.Import(strict.ctx, sgam.ImportBatch{Episodes: dump.Episodes, Facts: []sgam.StoredFact{bad}})
 		requireCode(t, err, sgam.Invalid, "facts[0].value")
+	})
+
+	// Schema versions travel with an export: same numbers, hashes and
+	// applied_at, each owner's own, and importing them again is a no-op.
+	t.Run("ImportSchemaVersions", func(t *testing.T) {
+		src := schemaBundle(t, newStore)
+		src.tick("2026-03-01T00:00:00Z")
+		own, err := src.store.ApplySchema(src.ctx, tenantB, []byte("attributes:\n  weight: {memory: profile, type: number}\n"), false)
+		require.NoError(t, err)
+		all, err := src.store.ExportSchemas(src.ctx, "")
+		require.NoError(t, err)
+		require.Len(t, all, 2)
+		require.True(t, all[0].StoreDefault, "the default comes first")
+		require.Equal(t, tenantB, all[1].Tenant)
+		onlyA, err := src.store.ExportSchemas(src.ctx, tenantA)
+		require.NoError(t, err)
+		require.Len(t, onlyA, 1, "tenant A has no schema of its own: the default serves it")
+
+		dst := setup(t, newStore)
+		for _, v := range all {
+			present, err := dst.store.ImportSchema(dst.ctx, v)
+			require.NoError(t, err)
+			require.False(t, present)
+		}
+		for _, v := range all {
+			present, err := dst.store.ImportSchema(dst.ctx, v)
+			require.NoError(t, err)
+			require.True(t, present, "a second import writes nothing")
+		}
+		got, err := dst.store.ExportSchemas(dst.ctx, "")
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		for i := range all {
+			require.Equal(t, all[i].Tenant, got[i].Tenant)
+			require.Equal(t, all[i].StoreDefault, got[i].StoreDefault)
+			require.Equal(t, all[i].Version, got[i].Version)
+			require.Equal(t, all[i].Hash, got[i].Hash)
+			require.True(t, all[i].AppliedAt.Equal(got[i].AppliedAt))
+		}
+		b, err := dst.store.Schema(dst.ctx, tenantB)
+		require.NoError(t, err)
+		require.Equal(t, own.Version, b.Version)
+		require.Equal(t, own.Hash, b.Hash)
+		_, err = dst.assertRaw(key(tenantB, "kai", "weight"), `"heavy"`, "2026-01-01T00:00:00Z", "e_tool")
+		require.Error(t, err, "tenant B's imported schema governs")
+		a, err := dst.store.Schema(dst.ctx, tenantA)
+		require.NoError(t, err)
+		require.Equal(t, all[0].Hash, a.Hash, "tenant A is served by the imported default, not by B's schema")
+
+		// Another schema under a stored number, a hash that is not the
+		// body's, and a version below the latest that was never stored.
+		clash := all[1]
+		clash.Tenant, clash.StoreDefault, clash.Version = "", true, all[0].Version
+		_, err = dst.store.ImportSchema(dst.ctx, clash)
+		requireCode(t, err, sgam.Conflict, "version")
+		forged := all[1]
+		forged.Version, forged.Hash = 9, all[0].Hash
+		_, err = dst.store.ImportSchema(dst.ctx, forged)
+		requireCode(t, err, sgam.Invalid, "hash")
+		gap := all[0]
+		gap.Version = 7
+		_, err = dst.store.ImportSchema(dst.ctx, gap)
+		require.NoError(t, err)
+		gap.Version = 5
+		_, err = dst.store.ImportSchema(dst.ctx, gap)
+		requireCode(t, err, sgam.Conflict, "version")
+		dst.requireClean()
 	})
 }

@@ -233,7 +233,7 @@ func runTemporal(t *testing.T, newStore Factory) {
 		r := b.assert(k, "b", "2026-03-01T00:00:00Z", "e3")
 		require.False(t, r.Fact.RecordedAt.Before(b.at("2026-06-20T00:00:00Z")), "transaction time never runs backwards, store-wide")
 		require.Equal(t, "a", b.value(k, "2026-04-01T00:00:00Z", "2026-06-15T00:00:00Z"), "what was believed on June 15 does not change")
-		e, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "late", Kind: "message"})
+		e, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "late", Kind: "message", Content: "late"})
 		require.NoError(t, err)
 		require.False(t, e.RecordedAt.Before(b.at("2026-06-20T00:00:00Z")))
 

@@ -211,7 +211,12 @@ func (s *Store) Confirm(ctx context.Context, tenant, pendingID, episodeID string
 	if err != nil {
 		return res, err
 	}
-	return out[len(out)-1], nil
+	// The last write's fact cites the confirming episode too; whether
+	// anything changed is the candidate's own write's to say (the
+	// confirmer's link alone is always a repeat).
+	res = out[len(out)-1]
+	res.NoChange, res.Kept = out[0].NoChange, out[0].Kept
+	return res, nil
 }
 
 // Dismiss implements sgam.Review.

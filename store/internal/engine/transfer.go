@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/schema"
 	"github.com/sgam-dev/sgam/store/internal/ledger"
 )
 
@@ -113,4 +114,90 @@ func (s *Store) Check(ctx context.Context) (out []sgam.Violation, err error) {
 func (s *Store) Compact(ctx context.Context) (err error) {
 	defer s.track("Compact", s.start(), &err)
 	return s.d.Compact(ctx)
+}
+
+// ExportSchemas implements sgam.Admin. The versions are read before the
+// rows' snapshot: a schema applied while an export runs may be missing
+// from it, never one the rows do not name.
+func (s *Store) ExportSchemas(ctx context.Context, tenant string) (out []sgam.SchemaVersion, err error) {
+	defer s.track("ExportSchemas", s.start(), &err)
+	owners := []string{tenant}
+	if tenant == "" {
+		if owners, err = s.d.SchemaOwners(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	for _, owner := range append([]string{""}, owners...) {
+		vs, err := s.d.SchemaVersions(ctx, owner)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+	}
+	return out, nil
+}
+
+// ImportSchema implements sgam.Admin.
+func (s *Store) ImportSchema(ctx context.Context, v sgam.SchemaVersion) (present bool, err error) {
+	defer s.track("ImportSchema", s.start(), &err)
+	owner := v.Tenant
+	switch {
+	case v.StoreDefault && owner != "":
+		return false, sgam.Errorf(sgam.Invalid, "tenant", "a store default schema belongs to no tenant")
+	case !v.StoreDefault:
+		if err := sgam.CheckTenant(owner); err != nil {
+			return false, err
+		}
+	}
+	if v.Version < 1 {
+		return false, sgam.Errorf(sgam.Invalid, "version", "must be at least 1")
+	}
+	if v.AppliedAt, err = sgam.CheckTime("applied_at", v.AppliedAt); err != nil {
+		return false, err
+	}
+	parsed, err := schema.Parse(v.Body)
+	if err != nil {
+		return false, sgam.Errorf(sgam.Invalid, "schema", "%v", err)
+	}
+	if parsed.Hash() != v.Hash {
+		return false, sgam.Errorf(sgam.Invalid, "hash", "%q is not the hash of the schema given (%s)", v.Hash, parsed.Hash())
+	}
+	v.Body, v.Diff = parsed.Canonical(), nil
+	whose := "tenant " + owner + "'s schema"
+	if owner == "" {
+		whose = "the store default schema"
+	}
+	err = s.d.Write(ctx, owner, func(tx Tx) error {
+		if err := tx.LockSchemas(); err != nil {
+			return err
+		}
+		h, err := tx.SchemaHead(owner)
+		if err != nil {
+			return err
+		}
+		latest := 0
+		if h.Owner == owner {
+			latest = h.Version
+		}
+		if v.Version > latest {
+			return tx.InsertSchema(v)
+		}
+		have, err := tx.SchemaVersion(ledger.Head{Owner: owner, Version: v.Version})
+		switch {
+		case err != nil && sgam.ErrorCode(err) == sgam.Internal:
+			return sgam.Errorf(sgam.Conflict, "version", "%s has versions after %d but not %d itself, so it cannot be imported in order", whose, v.Version, v.Version)
+		case err != nil:
+			return err
+		case have.Hash != v.Hash:
+			return sgam.Errorf(sgam.Conflict, "version", "%s already has a different version %d (hash %s, not %s)", whose, v.Version, have.Hash, v.Hash)
+		}
+		present = true
+		return nil
+	})
+	if err == nil && !present {
+		s.schemas.forget(owner)
+	}
+	return present, err
 }
