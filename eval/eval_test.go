@@ -464,10 +464,8 @@ func TestRunRefusesAStoreInUse(t *testing.T) {
 
 	back := strings.Replace(tiny, "  - forget: {tenant: alpha, episode: a2}", "  - at: 2026-01-01T00:00:00Z\n    forget: {tenant: alpha, episode: a2}", 1)
 	require.NoError(t, os.WriteFile(path, []byte(back), 0o644))
-	sc, err = Load(path)
-	require.NoError(t, err)
-	_, err = Run(context.Background(), sc, Options{})
-	require.ErrorContains(t, err, "moves the clock back")
+	_, err = Load(path)
+	require.ErrorContains(t, err, "steps[7].at: 2026-01-01T00:00:00Z moves the clock back", "check finds it before a run")
 }
 
 // TestFailedExtractionMissesItsGold: an answer that cannot be used
@@ -507,4 +505,22 @@ func TestExample(t *testing.T) {
 		require.True(t, b.OK, b.String())
 	}
 	require.Equal(t, Count{Passed: 3, Ratio: ptr(1.0)}, rep.Metrics.Checkpoints)
+}
+
+// TestCheckNamesEveryProblem: one check names a structural fault, a typo
+// in an inline schema beside it, and a gold candidate no schema of its
+// tenant declares.
+func TestCheckNamesEveryProblem(t *testing.T) {
+	broken := strings.Replace(tiny, "tickets: {memory: task, type: integer}", "tickets: {memory: task, type: integr}", 1)
+	broken = strings.Replace(broken, "episode_id: a2, ", "", 1)
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(broken), 0o644))
+	_, err := Load(path)
+	require.ErrorContains(t, err, "steps[1].episode")
+	require.ErrorContains(t, err, "integr", "the inline schema's problem is named in the same pass")
+
+	typo := strings.Replace(tiny, "{subject: ana, attribute: tickets, value: 3}", "{subject: ana, attribute: tickts, value: 3}", 1)
+	require.NoError(t, os.WriteFile(path, []byte(typo), 0o644))
+	_, err = Load(path)
+	require.ErrorContains(t, err, `steps[1].gold[0].attribute: "tickts" is declared by no schema of tenant alpha`)
 }

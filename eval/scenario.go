@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -375,6 +376,7 @@ func (p *reader) parse(data []byte) *Scenario {
 			return nil
 		}
 		p.schemaErrors(ve)
+		p.inlineSchemas(text)
 		return nil
 	}
 	s := &Scenario{Path: p.path}
@@ -383,10 +385,32 @@ func (p *reader) parse(data []byte) *Scenario {
 		return nil
 	}
 	p.check(s)
+	p.checkGold(s)
 	return s
 }
 
 func (p *reader) yamlError(err error) { p.problems = append(p.problems, schema.YAMLProblem(err)) }
+
+// inlineSchemas adds the problems of the inline tenant schemas of a
+// scenario that broke the scenario's own JSON Schema, so that one check
+// names every problem. encoding/json decodes what it can around a value
+// of the wrong type.
+func (p *reader) inlineSchemas(text []byte) {
+	var s Scenario
+	_ = json.Unmarshal(text, &s)
+	for _, name := range slices.Sorted(maps.Keys(s.Tenants)) {
+		if t := s.Tenants[name]; t != nil && t.Schema != "" {
+			path := "tenants." + name + ".schema"
+			p.schemaText(path, t.Schema, p.lines[path])
+		}
+	}
+	for i, st := range s.Steps {
+		if st != nil && st.Schema != nil && st.Schema.Text != "" {
+			path := fmt.Sprintf("steps[%d].schema.text", i)
+			p.schemaText(path, st.Schema.Text, p.lines[path])
+		}
+	}
+}
 
 // parseYAML parses data; a panic of the YAML library, outside code run on
 // outside input, is a problem with the file, not a crash.
@@ -579,6 +603,7 @@ func (p *reader) check(s *Scenario) {
 			p.add(path, "episode %q of tenant %s is not captured by an earlier step", id, t)
 		}
 	}
+	clock := s.Start.Time
 	for i, st := range s.Steps {
 		path := fmt.Sprintf("steps[%d]", i)
 		st.Line = p.line(path)
@@ -603,6 +628,18 @@ func (p *reader) check(s *Scenario) {
 		if st.At != nil {
 			p.instant(path+".at", st.At)
 		}
+		// The run's clock, as Run moves it: to at, or to an episode's
+		// occurred_at when that is later, then a tick after the step.
+		switch {
+		case st.At != nil && !st.At.IsZero() && st.At.Before(clock):
+			p.add(path+".at", "%s moves the clock back from %s, where the steps before it left it: transaction time only goes forward",
+				sgam.FormatTime(st.At.Time), sgam.FormatTime(clock))
+		case st.At != nil && !st.At.IsZero():
+			clock = st.At.Time
+		case st.Kind == StepEpisode && st.Episode.OccurredAt != nil && st.Episode.OccurredAt.After(clock):
+			clock = st.Episode.OccurredAt.Time
+		}
+		clock = clock.Add(s.tick)
 		if st.Kind != StepEpisode && len(st.Gold) > 0 {
 			p.add(path+".gold", "belongs to an episode step")
 		}
@@ -724,6 +761,49 @@ func (p *reader) check(s *Scenario) {
 					p.add(path+".dismiss.episode", "belongs to confirm")
 				}
 				known(path+"."+st.Kind+".episode", r.Tenant, r.Episode)
+			}
+		}
+	}
+}
+
+// checkGold names a gold candidate whose attribute no schema of its tenant
+// in the scenario declares (the tenant's own, or one a schema step
+// applies): the model could not propose it, so it would only count as a
+// miss. A tenant without a schema takes any attribute.
+func (p *reader) checkGold(s *Scenario) {
+	declared := map[string][]*schema.Schema{}
+	add := func(tenant, text string) {
+		if text == "" {
+			return
+		}
+		if sc, err := schema.Parse([]byte(text)); err == nil {
+			declared[tenant] = append(declared[tenant], sc)
+		}
+	}
+	for name, t := range s.Tenants {
+		if t != nil {
+			add(name, t.Schema)
+		}
+	}
+	for _, st := range s.Steps {
+		if st.Kind == StepSchema && st.Schema != nil {
+			add(st.Schema.Tenant, st.Schema.Text)
+		}
+	}
+	for i, st := range s.Steps {
+		if st.Kind != StepEpisode || st.Episode == nil || len(declared[st.Episode.Tenant]) == 0 {
+			continue
+		}
+		for j, g := range st.Gold {
+			found := false
+			for _, sc := range declared[st.Episode.Tenant] {
+				if _, ok := sc.Attribute(g.Attribute); ok {
+					found = true
+					break
+				}
+			}
+			if !found {
+				p.add(fmt.Sprintf("steps[%d].gold[%d].attribute", i, j), "%q is declared by no schema of tenant %s in this scenario", g.Attribute, st.Episode.Tenant)
 			}
 		}
 	}

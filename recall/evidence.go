@@ -150,12 +150,19 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 		return c.own
 	}
 	asked := map[string]bool{}
+	var initials [256]bool // the first bytes of the asked stems
 	for _, t := range terms {
-		asked[words.Stem(t)] = true
+		st := words.Stem(t)
+		asked[st] = true
+		if st != "" {
+			initials[st[0]] = true
+		}
 	}
 	if len(asked) > 0 {
 		// Each word is stemmed once per recall: the candidates share most
-		// of their words, and stemming is the dear part.
+		// of their words, and stemming is the dear part. The Porter
+		// stemmer only rewrites a word's end and keeps its first letter,
+		// so a word whose first byte starts no asked stem is not stemmed.
 		stemOf := map[string]string{} // word → its stem if asked, else ""
 		seen := map[string]bool{}
 		for _, c := range all {
@@ -163,6 +170,9 @@ func (g *gather) evidence() ([]sgam.EpisodeHit, error) {
 			for i, t := range words.Tokens(c.episode.Content) {
 				if i == maxCoverageTerms {
 					break
+				}
+				if t == "" || !initials[t[0]] {
+					continue
 				}
 				st, ok := stemOf[t]
 				if !ok {

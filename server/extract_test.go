@@ -87,4 +87,8 @@ func testExtractNowKeepsToTheBudget(t *testing.T, open opener) {
 	require.Equal(t, 1, fake.CallCount(), "no call past the budget")
 	code, _ = e.do("GET", "/v1/episodes/e2", "acme-read", "")
 	require.Equal(t, 200, code, "the episode was captured")
+	queued, err := e.store.QueuedExtractions(context.Background(), 10)
+	require.NoError(t, err)
+	require.Len(t, queued, 1, "and queued: the workers extract it once the budget allows")
+	require.Equal(t, "e2", queued[0].EpisodeID)
 }

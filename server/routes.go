@@ -278,8 +278,13 @@ func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (a
 		res, xerr := s.cfg.Extractor.Extract(r.Context(), c.tenant, out.Episode.ID, extract.Options{})
 		var be *extract.BudgetError
 		if errors.As(xerr, &be) {
-			// The episode is captured; its extraction waits for the budget.
-			return nil, &sgam.Error{Code: sgam.Unavailable, Field: "extract", Message: "episode " + out.Episode.ID + " was captured and not extracted: " + be.Error()}
+			// The episode is captured; its extraction is queued, and waits
+			// there for the budget like any job's.
+			if err := s.cfg.Store.QueueExtraction(r.Context(), c.tenant, []string{out.Episode.ID}, false); err != nil {
+				return nil, err
+			}
+			return nil, &sgam.Error{Code: sgam.Unavailable, Field: "extract", Message: "episode " + out.Episode.ID +
+				" was captured and not extracted now: " + be.Error() + "; it is queued, and the extraction workers extract it once the budget allows"}
 		}
 		if xerr != nil && res.Record.ID == "" {
 			return nil, xerr

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 func TestTerms(t *testing.T) {
@@ -74,4 +75,22 @@ func TestSelective(t *testing.T) {
 	} {
 		require.Equal(t, c.want, Selective(c.terms, c.rows), "%v %v", c.terms, c.rows)
 	}
+}
+
+// TestStemKeepsTheFirstByte: recall skips stemming a word whose first
+// byte starts no stem it looks for, which is right only if a stem always
+// starts as its word does.
+func TestStemKeepsTheFirstByte(t *testing.T) {
+	for _, w := range []string{"ies", "sses", "ing", "eed", "yes", "y", "aaa", "ational", "relational", "ponies", "happy",
+		"hoping", "sensibiliti", "generalization", "über", "éléphant", "42nd", "x"} {
+		if st := Stem(w); st != "" {
+			require.Equal(t, w[0], st[0], "%s → %s", w, st)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		w := rapid.StringMatching(`[a-z]{1,14}`).Draw(t, "word")
+		if st := Stem(w); st == "" || st[0] != w[0] {
+			t.Fatalf("%q stems to %q", w, st)
+		}
+	})
 }
