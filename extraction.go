@@ -30,9 +30,16 @@ type Extraction struct {
 	// ShownAt is the transaction time whose beliefs the prompt showed:
 	// when the episode was first extracted, for every later attempt too,
 	// so that an unchanged episode gets an unchanged prompt.
-	ShownAt   time.Time `json:"shown_at"`
-	Prompt    string    `json:"prompt"`
-	RawOutput string    `json:"raw_output"`
+	ShownAt time.Time `json:"shown_at"`
+	// ContextEpisodes are the other episodes whose content the prompt
+	// showed (earlier turns of the session), and Subjects every subject
+	// whose data the record holds (the subjects in play, shown with their
+	// values, and those its candidates name). The record holds a copy of
+	// what they said, so forgetting any of them deletes it too.
+	ContextEpisodes []string `json:"context_episodes,omitempty"`
+	Subjects        []string `json:"subjects,omitempty"`
+	Prompt          string   `json:"prompt"`
+	RawOutput       string   `json:"raw_output"`
 	// Cached is set when the answer was not asked of the model but taken
 	// from an earlier record of the same prompt (CachedFrom).
 	Cached     bool   `json:"cached,omitempty"`

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -159,6 +160,12 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 	rec := sgam.Extraction{Tenant: tenant, EpisodeID: ep.ID, Model: x.model.Name(), Mode: string(x.model.Mode()),
 		SchemaVersion: in.Version, ContentDigest: contentDigest, Prompt: res.Prompt.Text(), ShownAt: knownAt}
 	rec.PromptDigest = res.Prompt.Digest(rec.Model, rec.Mode)
+	for _, r := range in.Recent {
+		rec.ContextEpisodes = append(rec.ContextEpisodes, r.ID)
+	}
+	for _, sub := range in.Subjects {
+		rec.Subjects = append(rec.Subjects, sub.ID)
+	}
 	if len(ep.Content) > MaxEpisodeChars {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("the episode is %d bytes; the model was shown the first %d", len(ep.Content), MaxEpisodeChars))
 	}
@@ -197,6 +204,7 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 		return x.fail(ctx, res, rec, opts, ae)
 	}
 	rec.Rejected, rec.Unchanged = out.Rejected, out.Unchanged
+	rec.Subjects = candidateSubjects(rec.Subjects, out)
 	rec.Warnings = append(rec.Warnings, out.Warnings...)
 	if opts.DryRun {
 		for _, w := range out.Writes {
@@ -345,4 +353,26 @@ func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent 
 		}
 	}
 	return out, nil
+}
+
+// candidateSubjects adds to shown the subjects the answer's candidates
+// name, accepted or rejected, each once.
+func candidateSubjects(shown []string, out Outcome) []string {
+	add := func(id string) {
+		if id != "" && !slices.Contains(shown, id) {
+			shown = append(shown, id)
+		}
+	}
+	for _, w := range out.Writes {
+		add(w.Accepted.Subject)
+	}
+	for _, r := range out.Rejected {
+		var u struct {
+			Subject string `json:"subject"`
+		}
+		if json.Unmarshal(r.Update, &u) == nil {
+			add(u.Subject)
+		}
+	}
+	return shown
 }

@@ -120,6 +120,10 @@ func TestPassportStory(t *testing.T) {
 			calls := e.fake.Calls()
 			require.Contains(t, calls[1].User, "passport_deadline = 2026-07-15")
 			require.Contains(t, calls[1].User, "Reference time (when the episode occurred): 2026-06-03T10:00:00Z")
+			// Its record says so, for forgetting: mira's data is in it.
+			recs, err := e.store.Extractions(e.ctx, "demo", "e2")
+			require.NoError(t, err)
+			require.Contains(t, recs[0].Subjects, "mira")
 
 			// Another tenant sees nothing of it.
 			for _, at := range []sgam.At{{}, {AsOf: e.at("2026-06-02T00:00:00Z")}} {

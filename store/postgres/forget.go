@@ -354,6 +354,18 @@ func (t *tx) DeleteEpisodes(tenant string, ids []string) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
+// DeleteShowing implements engine.Tx. It reads every extraction record of
+// the tenant: forgetting is rare, and no index knows what a prompt showed.
+func (t *tx) DeleteShowing(tenant string, episodes, subjects []string) error {
+	if len(episodes) == 0 && len(subjects) == 0 {
+		return nil
+	}
+	_, err := t.exec("forget extraction records", `DELETE FROM extractions WHERE tenant_id = $1 AND (
+		coalesce(record::jsonb -> 'context_episodes', '[]') ?| $2::text[]
+		OR coalesce(record::jsonb -> 'subjects', '[]') ?| $3::text[])`, tenant, append([]string{}, episodes...), append([]string{}, subjects...))
+	return err
+}
+
 // scopeCond spells a scope as a condition on column tenant_id of alias,
 // its argument $n.
 func scopeCond(sc ledger.Scope, alias string, n int) (string, any) {

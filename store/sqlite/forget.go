@@ -327,6 +327,19 @@ func (t *tx) DeleteEpisodes(tenant string, ids []string) ([]string, error) {
 		RETURNING episode_id`, tenant, jsonList(ids))
 }
 
+// DeleteShowing implements engine.Tx. It reads every extraction record of
+// the tenant: forgetting is rare, and no index knows what a prompt showed.
+func (t *tx) DeleteShowing(tenant string, episodes, subjects []string) error {
+	if len(episodes) == 0 && len(subjects) == 0 {
+		return nil
+	}
+	_, err := t.exec("forget extraction records", `DELETE FROM extractions WHERE tenant = ?1 AND (
+		EXISTS (SELECT 1 FROM json_each(record, '$.context_episodes') WHERE value IN (SELECT value FROM json_each(?2)))
+		OR EXISTS (SELECT 1 FROM json_each(record, '$.subjects') WHERE value IN (SELECT value FROM json_each(?3))))`,
+		tenant, jsonList(episodes), jsonList(subjects))
+	return err
+}
+
 // scopeSQL spells a scope as a condition on column tenant with its
 // arguments, numbered from n.
 func scopeSQL(sc ledger.Scope, n int) (string, []any) {

@@ -293,3 +293,53 @@ func runExtractionQueue(t *testing.T, newStore Factory) {
 	requireCode(t, b.store.SetBudget(b.ctx, tenantA, -1), sgam.Invalid, "tokens_per_day")
 	b.requireClean()
 }
+
+// runExtractionCopiesForgotten: a record's prompt shows other episodes
+// (earlier turns of the session) and the subjects in play with their
+// values, so forgetting an episode or a subject deletes the records that
+// hold a copy of it, in its tenant only.
+func runExtractionCopiesForgotten(t *testing.T, newStore Factory) {
+	b := setup(t, newStore)
+	for _, tenant := range []string{tenantA, tenantB} {
+		b.episode(tenant, "g1", "carol's city is Vienna. My secret word is purplewombat.", "2026-06-01T09:00:00Z")
+		b.episode(tenant, "g2", "dave's city is Bolton.", "2026-06-02T09:00:00Z")
+		b.episode(tenant, "g3", "erin's city is Cork.", "2026-06-03T09:00:00Z")
+		b.episode(tenant, "g4", "carol moved.", "2026-06-04T09:00:00Z")
+	}
+	b.tick("2026-06-05T00:00:00Z")
+	commit := func(tenant, episode string, context, subjects []string) {
+		t.Helper()
+		_, err := b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: sgam.Extraction{Tenant: tenant, EpisodeID: episode,
+			Model: "m", Mode: "json_schema", PromptDigest: "p-" + episode, Prompt: "…", RawOutput: `{"updates":[]}`,
+			ContextEpisodes: context, Subjects: subjects}})
+		require.NoError(t, err)
+	}
+	for _, tenant := range []string{tenantA, tenantB} {
+		commit(tenant, "g2", []string{"g1"}, []string{"dave"})
+		commit(tenant, "g3", nil, []string{"erin", "dave"})
+		commit(tenant, "g4", []string{"g3"}, []string{"carol"})
+	}
+	records := func(tenant string) []string {
+		t.Helper()
+		var out []string
+		for _, e := range []string{"g1", "g2", "g3", "g4"} {
+			xs, err := b.store.Extractions(b.ctx, tenant, e)
+			if sgam.ErrorCode(err) == sgam.NotFound {
+				continue
+			}
+			require.NoError(t, err)
+			if len(xs) > 0 {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	_, err := b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantA, Episode: "g1"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"g3", "g4"}, records(tenantA), "g2's prompt showed g1")
+	_, err = b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantA, Subject: "carol"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"g3"}, records(tenantA), "g4's record held carol's data")
+	require.Equal(t, []string{"g2", "g3", "g4"}, records(tenantB), "tenant B's records are its own")
+	b.requireClean()
+}

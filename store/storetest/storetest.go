@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("ExpireMeetsApply", func(t *testing.T) { runExpireMeetsApply(t, newStore) })
 	t.Run("Promote", func(t *testing.T) { runPromote(t, newStore) })
 	t.Run("Extractions", func(t *testing.T) { runExtractions(t, newStore) })
+	t.Run("ExtractionCopiesForgotten", func(t *testing.T) { runExtractionCopiesForgotten(t, newStore) })
 	t.Run("ExtractionInputs", func(t *testing.T) { runExtractionInputs(t, newStore) })
 	t.Run("ExtractionQueue", func(t *testing.T) { runExtractionQueue(t, newStore) })
 	t.Run("Search", func(t *testing.T) { runSearch(t, newStore) })

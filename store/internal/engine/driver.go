@@ -250,6 +250,11 @@ type ForgetTx interface {
 	DeletePendingOf(tenant string, episodes []string) (int, error)
 	// DeleteEpisodes deletes episodes and returns the ids deleted.
 	DeleteEpisodes(tenant string, ids []string) ([]string, error)
+	// DeleteShowing deletes the extraction records of a tenant that hold
+	// a copy of what any of episodes said (sgam.Extraction.ContextEpisodes)
+	// or of subjects' data (Subjects): the records of those episodes
+	// themselves go with them by a foreign key.
+	DeleteShowing(tenant string, episodes, subjects []string) error
 	// ExpiredEpisodes lists up to limit episodes of scope whose class
 	// (their own, else def) has a cutoff they are recorded at or before.
 	ExpiredEpisodes(scope ledger.Scope, cuts []ledger.Cutoff, def string, limit int) ([]ledger.EpisodeRef, error)

@@ -35,6 +35,9 @@ func (s *Store) Forget(ctx context.Context, r sgam.ForgetRequest) (rc sgam.Recei
 				return err
 			}
 			deleted(&rc, d)
+			if err := tx.DeleteShowing(r.Tenant, d.EpisodeIDs, []string{r.Subject}); err != nil {
+				return err
+			}
 		case sgam.ReceiptEpisode:
 			found, err := tx.HasEpisode(r.Tenant, r.Episode)
 			if err != nil {
@@ -147,6 +150,11 @@ func (s *Store) forgetEpisodes(tx Tx, tenant string, ids []string, keep keepFunc
 	rc.PendingDeleted += n
 	gone2, err := tx.DeleteEpisodes(tenant, ids)
 	if err != nil {
+		return err
+	}
+	// Other episodes' extraction records that showed these as context
+	// hold copies of what they said.
+	if err := tx.DeleteShowing(tenant, gone2, nil); err != nil {
 		return err
 	}
 	rc.EpisodeIDs = append(rc.EpisodeIDs, gone2...)
