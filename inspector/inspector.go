@@ -168,7 +168,7 @@ func (in *Inspector) handle(pattern string, need apikey.Role, title string, h ha
 		if in.cfg.Allow != nil && !in.cfg.Dev {
 			if wait, ok := in.cfg.Allow(c.KeyID); !ok {
 				w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
-				in.errorPage(w, c, http.StatusTooManyRequests, "too many requests with this key: wait and try again")
+				in.errorPage(w, r, c, http.StatusTooManyRequests, "too many requests with this key: wait and try again")
 				return
 			}
 		}
@@ -283,14 +283,19 @@ func (in *Inspector) fail(w http.ResponseWriter, r *http.Request, c Caller, err 
 	default:
 		in.cfg.Logger.Error("inspector: internal error", slog.String("error", err.Error()))
 	}
-	in.errorPage(w, c, status, msg)
+	in.errorPage(w, r, c, status, msg)
 }
 
-// errorPage answers status with msg on the error page.
-func (in *Inspector) errorPage(w http.ResponseWriter, c Caller, status int, msg string) {
+// errorPage answers status with msg on the error page, with the session's
+// token and the key's links, as every page has them (its sign-out form
+// works).
+func (in *Inspector) errorPage(w http.ResponseWriter, r *http.Request, c Caller, status int, msg string) {
 	t := in.pages["error"]
 	v := view{Title: http.StatusText(status), Caller: c, Dev: in.cfg.Dev,
 		Data: map[string]any{"Status": status, "Message": msg}}
+	if c.Tenant != "" {
+		v.CSRF, v.CanWrite, v.CanAdmin = in.csrf(r, c), c.Role.Allows(apikey.Write), c.Role.Allows(apikey.Admin)
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := t.ExecuteTemplate(w, "layout", v); err != nil {

@@ -87,7 +87,7 @@ var fields = map[string][]string{
 	"history":  {"tenant", "!subject", "!attribute"},
 	"state":    {"tenant", "!subject", "as_of", "known_at"},
 	"trace":    {"tenant", "!fact_id"},
-	"schema":   {"!schema"},
+	"schema":   {"tenant", "!schema"},
 	"add":      {"tenant", "!subject", "!attribute", "!value", "!valid_from", "!source"},
 	"remove":   {"tenant", "!subject", "!attribute", "!value", "!at", "!source"},
 	"traverse": {"tenant", "!subject", "!path", "as_of", "known_at"},

@@ -135,3 +135,16 @@ func TestLongLineFailsAndReplayGoesOn(t *testing.T) {
 	require.Contains(t, lines[1], `"field":"line"`)
 	require.Equal(t, `{"ok":true,"fact":null}`, lines[2])
 }
+
+// TestSchemaNamesItsTenant: a schema line may name its tenant, as
+// docs/cli.md lists, and applies that tenant's schema only.
+func TestSchemaNamesItsTenant(t *testing.T) {
+	r, _ := newRunner(t)
+	res := r.Line(context.Background(), []byte(`{"op":"schema","tenant":"acme","schema":{"attributes":{"x":{"memory":"profile","type":"string"}}}}`))
+	require.True(t, res.OK, "%+v", res.Error)
+	require.Equal(t, "acme", res.Schema.Tenant)
+	res = r.Line(context.Background(), []byte(`{"op":"assert","tenant":"acme","subject":"m","attribute":"y","value":1,"valid_from":"2026-06-02T00:00:00Z","source":"e"}`))
+	require.False(t, res.OK, "acme's schema declares only x")
+	res = r.Line(context.Background(), []byte(`{"op":"assert","tenant":"beta","subject":"m","attribute":"y","value":1,"valid_from":"2026-06-02T00:00:00Z","source":"e"}`))
+	require.True(t, res.OK, "beta has no schema: %+v", res.Error)
+}
