@@ -241,6 +241,23 @@ func (in *Inspector) csrf(r *http.Request, c Caller) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// flashSig signs a page's message for the session.
+func (in *Inspector) flashSig(r *http.Request, c Caller, msg string) string {
+	m := hmac.New(sha256.New, in.cfg.Secret)
+	m.Write([]byte("flash\x00" + in.csrf(r, c) + "\x00" + msg))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+// flash is the message the page was redirected with, if this session's
+// redirect signed it.
+func (in *Inspector) flash(r *http.Request, c Caller) string {
+	msg := r.URL.Query().Get("flash")
+	if msg == "" || !hmac.Equal([]byte(r.URL.Query().Get("fs")), []byte(in.flashSig(r, c, msg))) {
+		return ""
+	}
+	return msg
+}
+
 func (in *Inspector) render(w http.ResponseWriter, r *http.Request, c Caller, title string, p page) {
 	t, ok := in.pages[p.name]
 	if !ok {
@@ -248,7 +265,7 @@ func (in *Inspector) render(w http.ResponseWriter, r *http.Request, c Caller, ti
 		return
 	}
 	v := view{Title: title, Caller: c, Dev: in.cfg.Dev, CSRF: in.csrf(r, c), Data: p.data,
-		Flash:    r.URL.Query().Get("flash"),
+		Flash:    in.flash(r, c),
 		CanWrite: c.Role.Allows(apikey.Write), CanAdmin: c.Role.Allows(apikey.Admin)}
 	var b strings.Builder
 	if err := t.ExecuteTemplate(&b, "layout", v); err != nil {
@@ -367,14 +384,15 @@ func valueText(v []byte) string {
 }
 
 // redirect answers a POST with a See Other to path, with a message for
-// the next page.
-func redirect(w http.ResponseWriter, r *http.Request, path, flash string) (page, error) {
+// the next page, signed for the session: a link made elsewhere cannot put
+// words of its own on a page ("session expired: enter your key at ...").
+func (in *Inspector) redirect(w http.ResponseWriter, r *http.Request, c Caller, path, flash string) (page, error) {
 	if flash != "" {
 		sep := "?"
 		if strings.Contains(path, "?") {
 			sep = "&"
 		}
-		path += sep + "flash=" + url.QueryEscape(flash)
+		path += sep + "flash=" + url.QueryEscape(flash) + "&fs=" + in.flashSig(r, c, flash)
 	}
 	http.Redirect(w, r, path, http.StatusSeeOther)
 	return page{}, nil

@@ -154,6 +154,12 @@ func TestPendingConfirm(t *testing.T) {
 	_, body = c.get(loc)
 	contains(t, body, `id="flash">confirmed `+m[1])
 	require.NotContains(t, body, `id="pending-`)
+	// A message is this session's redirect's only: a link made elsewhere
+	// shows none, and neither does the signed one in another session.
+	_, body = c.get("/ui/?flash=" + url.QueryEscape("Session expired: enter your key at https://evil.example"))
+	require.NotContains(t, body, "evil.example")
+	_, body = w.signIn("acme-admin").get(loc)
+	require.NotContains(t, body, `id="flash"`)
 	_, body = c.get("/ui/subjects/mira")
 	require.Regexp(t, `data-attribute="date_of_birth"><td>date_of_birth</td><td class="value">1990-04-01</td>`, body)
 	_, body = c.get("/ui/episodes/confirm-" + m[1])

@@ -26,15 +26,15 @@ func (in *Inspector) routes() {
 	in.mux.HandleFunc("POST "+Prefix+"signin", in.signin)
 	in.handle("POST "+Prefix+"signout", apikey.Read, "Sign out", func(w http.ResponseWriter, r *http.Request, c Caller) (page, error) {
 		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
-		return redirect(w, r, Prefix+"signin", "")
+		return in.redirect(w, r, c, Prefix+"signin", "")
 	})
 	in.handle("GET "+Prefix+"{$}", apikey.Read, "Overview", in.overview)
 	in.handle("GET "+Prefix+"subjects", apikey.Read, "Subject", func(w http.ResponseWriter, r *http.Request, c Caller) (page, error) {
 		s := strings.TrimSpace(r.URL.Query().Get("subject"))
 		if s == "" {
-			return redirect(w, r, Prefix, "")
+			return in.redirect(w, r, c, Prefix, "")
 		}
-		return redirect(w, r, Prefix+"subjects/"+url.PathEscape(s), "")
+		return in.redirect(w, r, c, Prefix+"subjects/"+url.PathEscape(s), "")
 	})
 	in.handle("GET "+Prefix+"subjects/{subject}", apikey.Read, "Subject", in.subject)
 	in.handle("GET "+Prefix+"episodes/{id}", apikey.Read, "Episode", in.episode)
@@ -46,7 +46,7 @@ func (in *Inspector) routes() {
 		if err := in.cfg.Store.Dismiss(r.Context(), c.Tenant, r.PathValue("id")); err != nil {
 			return page{}, err
 		}
-		return redirect(w, r, Prefix+"pending", "dismissed "+r.PathValue("id"))
+		return in.redirect(w, r, c, Prefix+"pending", "dismissed "+r.PathValue("id"))
 	})
 	in.handle("GET "+Prefix+"forget", apikey.Admin, "Forget", in.forgetForm)
 	in.handle("POST "+Prefix+"forget/preview", apikey.Admin, "Forget", in.forgetPreview)
@@ -327,7 +327,7 @@ func (in *Inspector) reextract(w http.ResponseWriter, r *http.Request, c Caller)
 	if err := in.cfg.Store.QueueExtraction(r.Context(), c.Tenant, []string{id}, true); err != nil {
 		return page{}, err
 	}
-	return redirect(w, r, Prefix+"episodes/"+url.PathEscape(id), "queued for extraction again: a worker of sgam serve or sgam worker takes it")
+	return in.redirect(w, r, c, Prefix+"episodes/"+url.PathEscape(id), "queued for extraction again: a worker of sgam serve or sgam worker takes it")
 }
 
 // --- recall
@@ -394,7 +394,7 @@ func (in *Inspector) confirm(w http.ResponseWriter, r *http.Request, c Caller) (
 	if res.Fact != nil {
 		msg += fmt.Sprintf(": fact %d", res.Fact.ID)
 	}
-	return redirect(w, r, Prefix+"pending", msg)
+	return in.redirect(w, r, c, Prefix+"pending", msg)
 }
 
 func (in *Inspector) candidate(r *http.Request, c Caller, id string) (sgam.Candidate, error) {
