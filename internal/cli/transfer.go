@@ -86,8 +86,11 @@ func (a *app) importCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "import [FILE]",
 		Short: "Restore a JSONL export (from FILE or standard input) exactly",
-		Long: `Restore a JSONL export made by 'sgam export': ids, both time axes, sources and
-evidence unchanged. Records are committed --batch at a time; after each
+		Long: `Restore a JSONL export made by 'sgam export': schema versions first (under
+their own numbers and applied_at; one already stored with the same hash is
+skipped, another schema under its number stops the import), then episodes and
+facts with ids, both time axes, sources and evidence unchanged. Records are
+committed --batch at a time; after each
 commit everything up to that line is durable. Rows already present and
 identical are skipped, so an interrupted import can simply be run again; a
 different row under a present id, or rows that would break an invariant,
