@@ -138,6 +138,6 @@ func (q VectorQuery) Check() (VectorQuery, float64, error) {
 // DimensionMismatch is the error of a vector whose dimension is not the
 // one stored for its tenant and model.
 func DimensionMismatch(field, tenant, model string, got, stored int) error {
-	return Errorf(Invalid, field, "has %d dimensions, and tenant %s's vectors of model %q have %d: a model's vectors all have one dimension (a changed model or dimensions setting needs a new model name, and DropEmbeddings for the old one)",
+	return Errorf(Invalid, field, "has %d dimensions, and tenant %s's vectors of model %q have %d: a model's vectors all have one dimension (a changed model or dimensions setting needs a new model name, SGAM_EMBED_MODEL: the workers then embed every episode again and drop the old name's vectors)",
 		got, tenant, model, stored)
 }

@@ -238,6 +238,13 @@ func (g *gather) fuse(hits []sgam.EpisodeHit, depth int) (_ []sgam.EpisodeHit, f
 	if err != nil {
 		return nil, false, err
 	}
+	if len(near) == 0 {
+		// Nothing of the tenant is embedded under this model (yet): the
+		// workers embed episodes in the background.
+		g.out.Warnings = append(g.out.Warnings, "no episode of this tenant has a vector of model "+model+
+			" yet, so the evidence is lexical only: the workers of sgam serve and sgam worker embed the episodes")
+		return hits, false, nil
+	}
 	g.out.Search = "lexical+vector (" + model + ")"
 	score := map[string]float64{}
 	byID := map[string]sgam.EpisodeHit{}

@@ -64,6 +64,16 @@ func TestVectorEvidence(t *testing.T) {
 		require.NotEqual(t, "v1", e.EpisodeID, "forgotten, vector and all")
 	}
 
+	// A tenant with nothing embedded under the model is searched by words,
+	// and the answer says why.
+	_, err = w.store.AddEpisode(w.ctx, sgam.Episode{Tenant: "initech", ID: "i1", Content: "zebras again", OccurredAt: ts(t, "2026-06-01T09:00:00Z")})
+	require.NoError(t, err)
+	c = ask("initech", "zebras")
+	require.Equal(t, "lexical", c.Search)
+	require.Len(t, c.Warnings, 1)
+	require.Contains(t, c.Warnings[0], "no episode of this tenant has a vector of model fake-embed yet")
+	require.Equal(t, "i1", c.Evidence[0].EpisodeID)
+
 	fake.FaultEmbed(llmtest.EmbedReply{Status: 400})
 	c = ask("acme", "zebras")
 	require.Equal(t, "lexical", c.Search)

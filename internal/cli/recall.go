@@ -65,6 +65,11 @@ prints the whole context (docs/recall.md).`,
 				return a.printJSON(ctx)
 			}
 			fmt.Fprint(a.stdout, ctx.Rendered)
+			// The block is for a model; what the reader should know about
+			// how it was found goes beside it.
+			for _, w := range ctx.Warnings {
+				fmt.Fprintf(a.stderr, "sgam: warning: %s\n", w)
+			}
 			return nil
 		},
 	}
