@@ -3,6 +3,7 @@ package sgam
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -810,3 +811,17 @@ func (at At) Resolve(now time.Time) (asOf, knownAt time.Time, err error) {
 // PrefixField qualifies the field of an *Error with prefix, so that an error
 // in a batch names its item ("assertions[3].valid_from").
 func PrefixField(prefix string, err error) error { return withFieldPrefix(prefix, err) }
+
+// RenameField returns err naming the field to where it names from, for a
+// surface whose input calls a field otherwise than the store does (a
+// request's episode_id, a tool's quote for an episode's content); other
+// errors are returned as they are.
+func RenameField(err error, from, to string) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Field != from {
+		return err
+	}
+	c := *e
+	c.Field = to
+	return &c
+}

@@ -493,7 +493,7 @@ func (t *tools) observe(ctx context.Context, _ *mcp.CallToolRequest, in ObserveI
 	ep, queued, err := t.cfg.Store.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: t.cfg.Tenant, Session: in.Session, Kind: t.cfg.EpisodeKind,
 		Content: in.Text, Subjects: in.Subjects, IdempotencyKey: "mcp-" + hex.EncodeToString(h.Sum(nil))[:32]})
 	if err != nil {
-		return nil, ObserveOutput{}, renamed(err, "content", "text")
+		return nil, ObserveOutput{}, sgam.RenameField(err, "content", "text") // the store names an episode's fields, a tool its arguments
 	}
 	return nil, ObserveOutput{EpisodeID: ep.ID, Queued: queued}, nil
 }
@@ -551,7 +551,7 @@ func (t *tools) episode(quote, session string, call ...string) (sgam.Episode, er
 	}
 	e := sgam.Episode{ID: string(id), Tenant: t.cfg.Tenant, Session: session, Kind: t.cfg.EpisodeKind, Content: quote}
 	if _, err := (sgam.Limits{}).CheckNewEpisode(e, t.cfg.Clock.Now()); err != nil {
-		return e, renamed(err, "content", "quote")
+		return e, sgam.RenameField(err, "content", "quote")
 	}
 	return e, nil
 }
@@ -575,7 +575,7 @@ func (t *tools) write(ctx context.Context, ep sgam.Episode, attribute string, re
 	}
 	if first {
 		if _, err := t.cfg.Store.AddEpisode(ctx, ep); err != nil {
-			return sgam.WriteResult{}, renamed(err, "content", "quote")
+			return sgam.WriteResult{}, sgam.RenameField(err, "content", "quote")
 		}
 		return w()
 	}
@@ -584,7 +584,7 @@ func (t *tools) write(ctx context.Context, ep sgam.Episode, attribute string, re
 		return res, err
 	}
 	if _, err := t.cfg.Store.AddEpisode(ctx, ep); err != nil {
-		return res, renamed(err, "content", "quote")
+		return res, sgam.RenameField(err, "content", "quote")
 	}
 	return res, nil
 }
@@ -614,19 +614,6 @@ func (t *tools) kindCounts(ctx context.Context, attribute string, retraction boo
 		}
 	}
 	return ok && (a.Conflict == schema.PreferSource || a.Sensitive && !retraction), nil
-}
-
-// renamed returns err naming the field to where it names from: the store
-// names an episode's fields, a tool its arguments (content is remember's
-// quote, observe's text).
-func renamed(err error, from, to string) error {
-	var e *sgam.Error
-	if !errors.As(err, &e) || e.Field != from {
-		return err
-	}
-	c := *e
-	c.Field = to
-	return &c
 }
 
 func (t *tools) writeOutput(ctx context.Context, episodeID string, res sgam.WriteResult) WriteOutput {

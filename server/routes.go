@@ -244,9 +244,6 @@ func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (a
 	if err != nil {
 		return nil, err
 	}
-	if req.Content == "" { // as sgam ingest has it: an episode is its text
-		return nil, sgam.Errorf(sgam.Invalid, "content", "is required: the episode's text")
-	}
 	if string(req.Metadata) == "null" {
 		req.Metadata = nil
 	}
@@ -451,7 +448,7 @@ func (s *Server) moreRoutes() {
 		}
 		rc, err := s.cfg.Store.Forget(r.Context(), sgam.ForgetRequest{Tenant: c.tenant, Subject: req.Subject, Episode: req.EpisodeID, All: req.All, Actor: actor})
 		// The store names the episode "episode"; this request names it episode_id.
-		return rc, renameField(err, "episode", "episode_id")
+		return rc, sgam.RenameField(err, "episode", "episode_id")
 	})
 	s.route("GET /v1/receipts", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		rs, err := s.cfg.Store.Receipts(r.Context(), c.tenant)
@@ -533,19 +530,6 @@ func (req ForgetRequest) check() error {
 		return sgam.Errorf(sgam.Invalid, given[1], "forget one thing at a time: a subject, an episode (episode_id), or the whole tenant (all), not both %s and %s", given[0], given[1])
 	}
 	return nil
-}
-
-// renameField returns err with the field from, as the store names it,
-// renamed to, as the request names it; other errors are returned as they
-// are.
-func renameField(err error, from, to string) error {
-	var e *sgam.Error
-	if !errors.As(err, &e) || e.Field != from {
-		return err
-	}
-	c := *e
-	c.Field = to
-	return &c
 }
 
 // noFields reads the body of a route that takes none: empty, or an

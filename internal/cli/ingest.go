@@ -58,9 +58,6 @@ func parseIngestLine(raw []byte, tenant string) (sgam.Episode, error) {
 		}
 		e.OccurredAt = t
 	}
-	if e.Content == "" {
-		return e, sgam.Errorf(sgam.Invalid, "content", "is required: the episode's text")
-	}
 	if e.ID == "" && e.IdempotencyKey == "" {
 		// Without an id or a key of its own, the line's text is its key:
 		// reading the file again captures nothing new and calls no model.
