@@ -107,7 +107,7 @@ type Counts struct {
 }
 
 // Export writes every row of tenant (all tenants when empty) to w.
-func Export(ctx context.Context, store sgam.Store, tenant string, now time.Time, w io.Writer) (Counts, error) {
+func Export(ctx context.Context, store sgam.Admin, tenant string, now time.Time, w io.Writer) (Counts, error) {
 	var c Counts
 	bw := bufio.NewWriterSize(w, 1<<16)
 	enc := json.NewEncoder(bw)
@@ -359,7 +359,7 @@ type ImportOptions struct {
 // Every batch is one transaction; a failed batch writes nothing and stops
 // the import, with the line at fault in the error. Rows already present and
 // identical are skipped, so an interrupted import can simply be run again.
-func Import(ctx context.Context, store sgam.Store, r io.Reader, opts ImportOptions) (sgam.ImportStats, error) {
+func Import(ctx context.Context, store sgam.Admin, r io.Reader, opts ImportOptions) (sgam.ImportStats, error) {
 	if opts.BatchRecords <= 0 {
 		opts.BatchRecords = 1000
 	}

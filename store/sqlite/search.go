@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ func tenantRange(n int64) (lo, hi int64) { return n << 32, (n + 1) << 32 }
 func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt int64, limit int) ([]sgam.EpisodeHit, error) {
 	var n int64
 	switch err := s.queryRow(ctx, `SELECT n FROM search_tenants WHERE tenant = ?`, tenant).Scan(&n); {
-	case err == sql.ErrNoRows:
+	case errors.Is(err, sql.ErrNoRows):
 		return []sgam.EpisodeHit{}, nil
 	case err != nil:
 		return nil, mapErr(fmt.Errorf("search: %w", err))
@@ -237,10 +238,10 @@ func reindexRange(ctx context.Context, x execer, tenant string, cur *[2]string, 
 	err = x.QueryRowContext(ctx, `SELECT tenant, episode_id FROM episodes WHERE `+after+`
 		ORDER BY tenant, episode_id LIMIT 1 OFFSET ?5`, tenant, cur[0], cur[1], first, reindexBatch-1).Scan(&hi[0], &hi[1])
 	switch {
-	case err == sql.ErrNoRows:
+	case errors.Is(err, sql.ErrNoRows):
 		err = x.QueryRowContext(ctx, `SELECT tenant, episode_id FROM episodes WHERE `+after+`
 			ORDER BY tenant DESC, episode_id DESC LIMIT 1`, tenant, cur[0], cur[1], first).Scan(&hi[0], &hi[1])
-		if err == sql.ErrNoRows {
+		if errors.Is(err, sql.ErrNoRows) {
 			return 0, false, nil
 		}
 		if err != nil {
