@@ -95,6 +95,14 @@ type FactReader interface {
 	// subjects of believed facts of tenant, in the order given: how a
 	// reader finds the known subjects a text names.
 	Subjects(ctx context.Context, tenant string, ids []string) ([]string, error)
+	// SubjectsNamed returns the subjects that names (in the form of
+	// words.Name, at most MaxNamesLookup) are aliases of (AliasAttribute),
+	// ordered as names, each name with every subject it names: an alias
+	// counts when it was believed at at.KnownAt and holds either at
+	// at.AsOf or still (its member is open), so that a name given today
+	// finds the subject of a question about last year, and a name removed
+	// since finds it only for the time it was held.
+	SubjectsNamed(ctx context.Context, tenant string, names []string, at At) ([]NamedSubject, error)
 	// SubjectsFrom returns the subjects of the facts whose source is one
 	// of episodes (at most MaxSubjectsLookup) as believed at knownAt (zero:
 	// now), by subject: the subjects a session's recent turns were about.

@@ -78,6 +78,27 @@ type Episode struct {
 // MaxSubjectsLookup bounds the ids of one FactReader.Subjects call.
 const MaxSubjectsLookup = 512
 
+// MaxNamesLookup bounds the names of one FactReader.SubjectsNamed call: a
+// text's runs of words (words.Names) beyond it are not looked up.
+const MaxNamesLookup = 2048
+
+// AliasAttribute is the attribute every tenant has, with a schema or
+// without: the other names a subject goes by ("Mira Chen", "Dr. Lind",
+// "the CFO"), a set of strings, each stored in the form words.Name gives
+// (lowercase words, single spaces) so that a text that spells the name
+// differently still finds it. Extraction and recall find subjects by
+// these names (FactReader.SubjectsNamed) as well as by their ids.
+const AliasAttribute = "alias"
+
+// MaxAliasBytes bounds an alias in its stored form.
+const MaxAliasBytes = 200
+
+// NamedSubject is a subject a name in a text is an alias of.
+type NamedSubject struct {
+	Name    string `json:"name"` // in the form of words.Name
+	Subject string `json:"subject"`
+}
+
 // MaxAttributesLookup bounds the attributes FactReader.Attributes returns.
 const MaxAttributesLookup = 256
 

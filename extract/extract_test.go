@@ -54,7 +54,7 @@ func TestOutputSchemaIsStrictAndOrdered(t *testing.T) {
 		require.Greater(t, i, last, "%s in reasoning order", f)
 		last = i
 	}
-	require.Contains(t, s, `"enum":["passport_deadline","age","vip","plan","tags","address"]`)
+	require.Contains(t, s, `"enum":["passport_deadline","age","vip","plan","tags","address","alias"]`, "the declared attributes, then the built-in alias")
 	require.NotContains(t, s, "tenant")
 	require.NotContains(t, s, `"source"`)
 	// Without a schema the attribute is a free slug.

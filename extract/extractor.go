@@ -318,7 +318,7 @@ type candidate struct {
 }
 
 // subjectsInPlay are, in order: the episode's subjects hint, known
-// subjects its text names, and the subjects of the facts the session's
+// subjects its text names by id, then by one of their names, and the subjects of the facts the session's
 // recent episodes are the source of, as believed at knownAt.
 func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent []sgam.Episode, knownAt time.Time) ([]candidate, error) {
 	var out []candidate
@@ -338,6 +338,15 @@ func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent 
 	}
 	for _, s := range known {
 		add(s, true)
+	}
+	// Subjects the text calls by one of their names (alias): known ones,
+	// shown even when they had no value at the instant.
+	byName, err := x.store.SubjectsNamed(ctx, ep.Tenant, words.Names(ep.Content, sgam.MaxNamesLookup), sgam.At{AsOf: ep.OccurredAt, KnownAt: knownAt})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range byName {
+		add(n.Subject, false)
 	}
 	if len(recent) > 0 {
 		ids := make([]string, len(recent))

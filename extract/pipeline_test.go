@@ -332,3 +332,53 @@ func TestNoChangeCorroborates(t *testing.T) {
 	require.NotNil(t, f, "the fact another episode supports survives")
 	require.Equal(t, []string{"e2"}, f.Sources)
 }
+
+// TestSubjectsByName: a text that calls a subject by one of its names
+// (the built-in alias) brings the subject into play, with its stored
+// values, though its id is nowhere in the text; a name the model reads in
+// the text is stored as an alias in the form names are kept in. Another
+// tenant with the same words has no such name and sees nothing.
+func TestSubjectsByName(t *testing.T) {
+	text := "Mira Chen called: she goes by Mimi, and her passport must be renewed by July 1."
+	e := newEnv(t, llm.JSONSchema, llmtest.ByEpisode(map[string]llmtest.Reply{text: {Updates: []llmtest.Update{
+		{Evidence: "her passport must be renewed by July 1", Subject: "cust-17", Attribute: "passport_deadline",
+			CurrentValue: llmtest.S("2026-07-15"), Change: "update", Value: llmtest.S("2026-07-01")},
+		{Evidence: "she goes by Mimi", Subject: "cust-17", Attribute: sgam.AliasAttribute, Change: "new", Value: llmtest.S("Mimi")},
+	}}}))
+	_, err := e.store.ApplyDefaultSchema(e.ctx, []byte(passportSchema), false)
+	require.NoError(t, err)
+	for _, tenant := range []string{"demo", "other"} {
+		_, err = e.store.AddEpisode(e.ctx, sgam.Episode{Tenant: tenant, ID: "ops", Kind: "tool", Content: "CRM record", OccurredAt: e.at("2026-01-01T00:00:00Z")})
+		require.NoError(t, err)
+		_, err = e.store.Assert(e.ctx, sgam.Assertion{Key: sgam.Key{Tenant: tenant, Subject: "cust-17", Attribute: "passport_deadline"},
+			Value: []byte(`"2026-07-15"`), ValidFrom: e.at("2026-01-01T00:00:00Z"), Source: "ops"})
+		require.NoError(t, err)
+	}
+	_, err = e.store.Add(e.ctx, sgam.Assertion{Key: sgam.Key{Tenant: "demo", Subject: "cust-17", Attribute: sgam.AliasAttribute},
+		Value: []byte(`"Mira Chen"`), ValidFrom: e.at("2026-01-01T00:00:00Z"), Source: "ops"})
+	require.NoError(t, err)
+
+	e.clock.Set(e.at("2026-05-02T01:00:00Z"))
+	prompts := map[string]string{}
+	for _, tenant := range []string{"demo", "other"} {
+		_, err = e.store.AddEpisode(e.ctx, sgam.Episode{Tenant: tenant, ID: "call", Kind: sgam.KindMessage, Content: text, OccurredAt: e.at("2026-05-02T00:00:00Z")})
+		require.NoError(t, err)
+		res, err := e.x.Extract(e.ctx, tenant, "call", extract.Options{DryRun: tenant == "other"})
+		require.NoError(t, err)
+		prompts[tenant] = res.Prompt.User
+	}
+	require.Contains(t, prompts["demo"], "- cust-17:\n")
+	require.Contains(t, prompts["demo"], "passport_deadline = 2026-07-15")
+	require.Contains(t, prompts["demo"], "alias = mira chen")
+	require.Contains(t, prompts["demo"], "- alias (string, a set", "the built-in attribute is offered")
+	require.Contains(t, prompts["other"], "- none known", "another tenant has no such name")
+	require.NotContains(t, prompts["other"], "cust-17")
+
+	names, err := e.store.Members(e.ctx, sgam.Key{Tenant: "demo", Subject: "cust-17", Attribute: sgam.AliasAttribute}, sgam.At{})
+	require.NoError(t, err)
+	require.Len(t, names, 2)
+	require.Equal(t, `"mimi"`, string(names[0].Value))
+	f, err := e.store.Get(e.ctx, sgam.Key{Tenant: "demo", Subject: "cust-17", Attribute: "passport_deadline"}, sgam.At{})
+	require.NoError(t, err)
+	require.Equal(t, `"2026-07-01"`, string(f.Value))
+}

@@ -89,22 +89,22 @@ func Build(in Input) Prompt {
 	fmt.Fprintf(&b, "Reference time (when the episode occurred): %s\n\n", sgam.FormatTime(e.OccurredAt))
 
 	b.WriteString("Attributes:\n")
-	if in.Schema == nil || len(in.Schema.Attributes) == 0 {
-		b.WriteString("- no schema: name each attribute with " + attributeSlugs + "; values are stored as text\n")
-	} else {
-		for _, a := range in.Schema.Attributes {
-			fmt.Fprintf(&b, "- %s (%s", a.Name, typeText(a))
-			if a.Cardinality == schema.Many {
-				b.WriteString(", a set: one update per member, retract removes a member")
-			} else {
-				b.WriteString(", one value")
-			}
-			b.WriteString(")")
-			if a.Description != "" {
-				b.WriteString(": " + clip(oneLine(a.Description), maxDescription))
-			}
-			b.WriteByte('\n')
+	for _, a := range attributes(in.Schema) {
+		if a == nil {
+			b.WriteString("- no schema: name each attribute with " + attributeSlugs + "; values are stored as text\n")
+			continue
 		}
+		fmt.Fprintf(&b, "- %s (%s", a.Name, typeText(a))
+		if a.Cardinality == schema.Many {
+			b.WriteString(", a set: one update per member, retract removes a member")
+		} else {
+			b.WriteString(", one value")
+		}
+		b.WriteString(")")
+		if a.Description != "" {
+			b.WriteString(": " + clip(oneLine(a.Description), maxDescription))
+		}
+		b.WriteByte('\n')
 	}
 
 	b.WriteString("\nSubjects in play, with their stored values at the reference time:\n")
@@ -140,6 +140,17 @@ func Build(in Input) Prompt {
 	}
 	fmt.Fprintf(&b, "\nThe episode (quote evidence from it only):\n<episode id=%q kind=%q>\n%s\n</episode>\n", e.ID, e.Kind, content)
 	return Prompt{System: system, User: b.String(), Schema: OutputSchema(in.Schema)}
+}
+
+// attributes are the attributes the prompt lists: those a tenant under sch
+// may write, the built-in ones included; with no schema (or one that
+// declares none), nil, for "any attribute", then the built-in ones.
+func attributes(sch *schema.Schema) []*schema.Attribute {
+	if sch != nil && len(sch.Attributes) > 0 {
+		return sch.All()
+	}
+	a, _ := schema.Builtin(sgam.AliasAttribute)
+	return []*schema.Attribute{nil, a}
 }
 
 func typeText(a *schema.Attribute) string {

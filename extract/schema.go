@@ -36,10 +36,10 @@ var fields = []string{"evidence", "subject", "attribute", "current_value", "chan
 // reasoning order. It has no field for the tenant or the source.
 func OutputSchema(sch *schema.Schema) json.RawMessage {
 	var attribute any = map[string]any{"type": "string", "description": "the attribute: " + attributeSlugs}
-	if sch != nil && len(sch.Attributes) > 0 && len(sch.Attributes) <= maxEnumInline {
-		names := make([]string, len(sch.Attributes))
-		for i, a := range sch.Attributes {
-			names[i] = a.Name
+	if sch != nil && len(sch.Attributes) > 0 && len(sch.All()) <= maxEnumInline {
+		var names []string
+		for _, a := range sch.All() {
+			names = append(names, a.Name)
 		}
 		attribute = map[string]any{"type": "string", "enum": names, "description": "one of the declared attributes"}
 	}

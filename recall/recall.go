@@ -379,7 +379,8 @@ type gather struct {
 }
 
 // subjects are the subjects in play, at most MaxSubjects: the given ones;
-// else the known subjects the question names, those of the session's
+// else the known subjects the question names (by id, then by one of their
+// names), those of the session's
 // latest facts, and, when still none, those of the facts the best
 // evidence is the source of.
 func (g *gather) subjects(hits []sgam.EpisodeHit) ([]string, error) {
@@ -399,6 +400,13 @@ func (g *gather) subjects(hits []sgam.EpisodeHit) ([]string, error) {
 		return nil, err
 	}
 	add(named)
+	byName, err := g.r.store.SubjectsNamed(g.ctx, g.q.Tenant, words.Names(g.q.Question, sgam.MaxNamesLookup), g.at)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range byName {
+		add([]string{n.Subject})
+	}
 	if g.q.Session != "" && len(out) < MaxSubjects {
 		recent, err := g.r.store.Episodes(g.ctx, sgam.EpisodeQuery{Tenant: g.q.Tenant, Session: g.q.Session, Latest: true, Limit: 4})
 		if err != nil {

@@ -160,6 +160,32 @@ func TestTenantsSeeOnlyTheirOwn(t *testing.T) {
 	require.Empty(t, none.Subjects)
 }
 
+// TestSubjectsByName: a question that calls a subject by one of its names
+// (the built-in alias) finds it, though its id is not in the question;
+// the same words in another tenant, whose subject has no such name, find
+// nothing there.
+func TestSubjectsByName(t *testing.T) {
+	w := newWorld(t)
+	for _, tenant := range []string{"acme", "globex"} {
+		w.say(tenant, "c1", "2026-06-01T09:00:00Z", "2026-06-01T09:00:00Z", "CRM: renewal due 2026-06-30.", "cust-17", "passport_deadline", `"2026-06-30"`)
+	}
+	w.clock.Set(ts(t, "2026-06-02T00:00:00Z"))
+	_, err := w.store.Add(w.ctx, sgam.Assertion{Key: sgam.Key{Tenant: "acme", Subject: "cust-17", Attribute: sgam.AliasAttribute},
+		Value: []byte(`"Mira Chen"`), ValidFrom: ts(t, "2026-06-01T09:00:00Z"), Source: "c1"})
+	require.NoError(t, err)
+	w.clock.Set(ts(t, "2026-12-01T15:04:05Z"))
+
+	q := "When is Mira Chen's passport deadline?"
+	c := w.recall(recall.Query{Tenant: "acme", Question: q})
+	require.Equal(t, []string{"cust-17"}, c.Subjects)
+	require.Equal(t, []string{`"2026-06-30"@c1`}, values(c, recall.Current))
+	other := w.recall(recall.Query{Tenant: "globex", Question: q})
+	require.Empty(t, other.Subjects)
+	require.Empty(t, other.Facts)
+	old := w.recall(recall.Query{Tenant: "acme", Question: q, KnownAt: ts(t, "2026-06-01T12:00:00Z")})
+	require.Empty(t, old.Subjects, "the name was not known yet")
+}
+
 func TestRelatedThroughRefs(t *testing.T) {
 	w := newWorld(t)
 	w.say("acme", "r1", "2026-06-01T09:00:00Z", "2026-06-01T09:00:00Z", "Mira works at Initrode.", "mira", "employer", `"initrode"`)

@@ -725,9 +725,16 @@ func (p *reader) attributes(s *Schema, n *node) {
 		}
 		s.Attributes = append(s.Attributes, p.attribute(s, e.key, e.line, e.val, path))
 	}
+	// The built-in alias may be declared, to give it settings of its own,
+	// but not as something else.
+	for _, a := range s.Attributes {
+		if a.Name == alias.Name && (a.Type != TypeString || a.Cardinality != Many) {
+			p.add(a.Line, join("attributes", a.Name), "%s is built in: the other names a subject goes by, a set of strings; declare it with type: string and cardinality: many, or leave it out", a.Name)
+		}
+	}
 	// Aliases resolve to their attribute, so they must not shadow a name or
 	// each other.
-	owner := map[string]string{}
+	owner := map[string]string{alias.Name: alias.Name}
 	for _, a := range s.Attributes {
 		owner[a.Name] = a.Name
 	}
@@ -735,9 +742,12 @@ func (p *reader) attributes(s *Schema, n *node) {
 		for i, al := range a.Aliases {
 			path := index(join(join("attributes", a.Name), "aliases"), i)
 			if o, taken := owner[al]; taken {
-				if o == al {
+				switch {
+				case al == alias.Name:
+					p.add(a.Line, path, "%q is the built-in attribute of a subject's other names; an alias is an old name that no attribute has", al)
+				case o == al:
 					p.add(a.Line, path, "%q is declared as an attribute; an alias is an old name that no attribute has", al)
-				} else {
+				default:
 					p.add(a.Line, path, "%q is already an alias of %s", al, o)
 				}
 				continue

@@ -196,8 +196,17 @@ type Migration struct {
 }
 
 // Attribute returns the attribute declared with name, or with name as an
-// alias.
+// alias (an old name), else the built-in attribute called name.
 func (s *Schema) Attribute(name string) (*Attribute, bool) {
+	if a, ok := s.declared(name); ok {
+		return a, true
+	}
+	return Builtin(name)
+}
+
+// declared returns the attribute the file declares with name or with name
+// as an alias.
+func (s *Schema) declared(name string) (*Attribute, bool) {
 	if s.byName == nil {
 		for _, a := range s.Attributes {
 			if a.Name == name || slices.Contains(a.Aliases, name) {

@@ -57,6 +57,9 @@ func (a *Attribute) Value(raw json.RawMessage) (json.RawMessage, error) {
 		if v[0] != '"' {
 			return nil, a.invalid("", "type", v)
 		}
+		if a.Name == sgam.AliasAttribute {
+			return a.aliasValue(v)
+		}
 		return v, nil
 	case TypeBoolean:
 		if string(v) != "true" && string(v) != "false" {

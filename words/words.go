@@ -240,6 +240,42 @@ func Candidates(text string, max int) []string {
 	return out
 }
 
+// MaxNameWords is the most words a subject's alias may have: a reader
+// looks a text's runs of up to this many words up as names.
+const MaxNameWords = 6
+
+// Name is the form a subject's alias is stored and looked up in: its
+// Tokens joined by single spaces ("Dr. Lind's" is "dr lind", "MIRA  Chen"
+// is "mira chen"), so that a name matches however a text spells its case,
+// spacing and punctuation.
+func Name(s string) string { return strings.Join(Tokens(s), " ") }
+
+// Names returns the runs of one to MaxNameWords words of a text, each in
+// the form of Name, each once, at most max, in order of where they start:
+// the names a reader asks the store about (FactReader.SubjectsNamed).
+func Names(text string, max int) []string {
+	ws := Tokens(text)
+	seen := map[string]bool{}
+	var out []string
+	for i := range ws {
+		name := ""
+		for n := 0; n < MaxNameWords && i+n < len(ws); n++ {
+			if len(out) == max {
+				return out
+			}
+			if n > 0 {
+				name += " "
+			}
+			name += ws[i+n]
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
 // MaxRankedRows bounds the rows a search ranks: a store's index ranks
 // every row its terms match, so a search's time is in the rows its terms
 // hold, and a term that many rows hold weighs little in the ranking (its

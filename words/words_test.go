@@ -94,3 +94,28 @@ func TestStemKeepsTheFirstByte(t *testing.T) {
 		}
 	})
 }
+
+func TestName(t *testing.T) {
+	for in, want := range map[string]string{
+		"Mira Chen":      "mira chen",
+		"  MIRA \t Chen": "mira chen",
+		"Dr. Lind's":     "dr lind",
+		"Jean-Luc":       "jean luc",
+		"Zoë Ørsted":     "zoë ørsted",
+		"...":            "",
+	} {
+		require.Equal(t, want, Name(in), in)
+	}
+}
+
+func TestNames(t *testing.T) {
+	require.Equal(t, []string{"ask", "ask dr", "ask dr lind", "dr", "dr lind", "lind"}, Names("Ask Dr. Lind.", 100))
+	require.Equal(t, []string{"ask", "ask dr"}, Names("Ask Dr. Lind.", 2))
+	require.Equal(t, []string{"a", "a a", "a a a"}, Names("a a a", 100), "each name once")
+	long := Names("one two three four five six seven eight", 100)
+	require.Contains(t, long, "one two three four five six")
+	require.NotContains(t, long, "one two three four five six seven")
+	for _, n := range long {
+		require.Equal(t, n, Name(n), "a name is in its own form")
+	}
+}

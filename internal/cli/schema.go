@@ -243,11 +243,14 @@ func (a *app) memberCommands() []*cobra.Command {
 	add := &cobra.Command{
 		Use:   "add SUBJECT ATTRIBUTE VALUE",
 		Short: "Add VALUE (JSON) to the set SUBJECT's ATTRIBUTE from --valid-from on",
-		Long: `Add VALUE to a set: an attribute the schema declares with cardinality many.
-Each member has its own windows and sources; adding a member already there
-from the same instant is a repeat.`,
-		Example: `  sgam add mira allergies '"peanuts"' --valid-from 2026-06-01T00:00:00Z --source e4`,
-		Args:    cobra.ExactArgs(3),
+		Long: `Add VALUE to a set: an attribute the schema declares with cardinality many,
+or the built-in alias, every subject's other names (stored lowercase, one
+space between words), by which extraction and recall find the subject in
+text. Each member has its own windows and sources; adding a member already
+there from the same instant is a repeat.`,
+		Example: `  sgam add mira allergies '"peanuts"' --valid-from 2026-06-01T00:00:00Z --source e4
+  sgam add cust-17 alias '"Mira Chen"' --valid-from 2026-01-01T00:00:00Z --source crm-1`,
+		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			value, err := jsonValue(args[2])
 			if err != nil {

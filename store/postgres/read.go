@@ -161,6 +161,30 @@ func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]strin
 	return out, err
 }
 
+// SubjectsNamed implements engine.Reader.
+func (s *db) SubjectsNamed(ctx context.Context, tenant string, members []string, at sgam.At) ([][2]string, error) {
+	v, k := s.instants(at)
+	asOfSQL, knownSQL, times := readInstants(v, k, 3)
+	var out [][2]string
+	err := s.readEach(ctx, tenant, "find subjects by name", func(tx querier) error {
+		rows, err := tx.Query(ctx, `SELECT DISTINCT f.member, f.subject FROM facts f WHERE f.tenant_id = $1 AND f.attribute = 'alias'
+			AND f.member = ANY($2) AND f.value_text IS NOT NULL
+			AND f.recorded_at <= `+knownSQL+` AND (f.retracted_at IS NULL OR f.retracted_at > `+knownSQL+`)
+			AND (f.valid_to IS NULL OR (f.valid_from <= `+asOfSQL+` AND f.valid_to > `+asOfSQL+`))`,
+			append([]any{tenant, members}, times...)...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+			var p [2]string
+			err := r.Scan(&p[0], &p[1])
+			return p, err
+		})
+		return err
+	})
+	return out, err
+}
+
 // SubjectsFrom implements engine.Reader.
 func (s *db) SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt int64) ([]string, error) {
 	var out []string

@@ -236,6 +236,29 @@ func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]strin
 	return collectSubjects(rows, err)
 }
 
+// SubjectsNamed implements engine.Reader.
+func (s *db) SubjectsNamed(ctx context.Context, tenant string, members []string, at sgam.At) ([][2]string, error) {
+	v, k := s.resolve(at)
+	list, _ := json.Marshal(members)
+	rows, err := s.query(ctx, `SELECT DISTINCT f.member, f.subject FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_alias
+		WHERE f.tenant = ?1 AND f.attribute = 'alias' AND f.member = e.value AND f.value IS NOT NULL
+		  AND f.recorded_at <= ?4 AND (f.retracted_at IS NULL OR f.retracted_at > ?4)
+		  AND (f.valid_to IS NULL OR (f.valid_from <= ?3 AND f.valid_to > ?3))`, tenant, string(list), v, k)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("find subjects by name: %w", err))
+	}
+	defer rows.Close()
+	var out [][2]string
+	for rows.Next() {
+		var p [2]string
+		if err := rows.Scan(&p[0], &p[1]); err != nil {
+			return nil, mapErr(fmt.Errorf("find subjects by name: %w", err))
+		}
+		out = append(out, p)
+	}
+	return out, mapErr(rows.Err())
+}
+
 // SubjectsFrom implements engine.Reader.
 func (s *db) SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt int64) ([]string, error) {
 	list, _ := json.Marshal(episodes)

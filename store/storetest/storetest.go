@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("Transfer", func(t *testing.T) { runTransfer(t, newStore) })
 	t.Run("Schema", func(t *testing.T) { runSchema(t, newStore) })
 	t.Run("TenantSchemas", func(t *testing.T) { runTenantSchemas(t, newStore) })
+	t.Run("Aliases", func(t *testing.T) { runAliases(t, newStore) })
 	t.Run("ExpireMeetsApply", func(t *testing.T) { runExpireMeetsApply(t, newStore) })
 	t.Run("Promote", func(t *testing.T) { runPromote(t, newStore) })
 	t.Run("Extractions", func(t *testing.T) { runExtractions(t, newStore) })

@@ -26,10 +26,10 @@ attributes:
 	acmeSchemaV2 = `
 attributes:
   full_name: {memory: profile, type: string}
-  alias: {memory: profile, type: string}
+  handle: {memory: profile, type: string}
 migrations:
-  - name: nickname-to-alias
-    rename: {from: nickname, to: alias}
+  - name: nickname-to-handle
+    rename: {from: nickname, to: handle}
 `
 	betaSchema = `
 retention:
@@ -169,11 +169,11 @@ func runTenantSchemas(t *testing.T, newStore Factory) {
 		byTenant[r.Tenant] = r
 	}
 	require.Len(t, byTenant, 2, "acme's and beta's, nothing for the default")
-	require.Equal(t, "nickname-to-alias", byTenant[tenantA].Name)
+	require.Equal(t, "nickname-to-handle", byTenant[tenantA].Name)
 	require.Equal(t, 2, byTenant[tenantA].Subjects, "mira and kai of acme")
 	require.Equal(t, "score-to-integer", byTenant[beta].Name)
 	require.Equal(t, 1, byTenant[beta].Subjects, "omar of beta")
-	require.Equal(t, "Mi", b.value(key(tenantA, "mira", "alias"), "", ""))
+	require.Equal(t, "Mi", b.value(key(tenantA, "mira", "handle"), "", ""))
 	require.Equal(t, "M", b.value(key(tenantC, "mira", "nickname"), "", ""), "the default's tenant keeps its nickname")
 	score := b.get(key(beta, "omar", "score"), "", "")
 	require.Equal(t, `7`, string(score.Value))

@@ -45,6 +45,11 @@ type Reader interface {
 	// Subjects returns those of ids that are subjects of believed rows,
 	// in any order.
 	Subjects(ctx context.Context, tenant string, ids []string) ([]string, error)
+	// SubjectsNamed returns, in any order, the pairs (member, subject) of
+	// the alias rows (attribute sgam.AliasAttribute) whose member is one of
+	// members, that hold a value, believed at at.KnownAt, and either hold
+	// at at.AsOf or are open in valid time (zero instants: now).
+	SubjectsNamed(ctx context.Context, tenant string, members []string, at sgam.At) ([][2]string, error)
 	// SubjectsFrom returns the subjects of rows sourced from episodes and
 	// believed at knownAt, by subject.
 	SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt int64) ([]string, error)

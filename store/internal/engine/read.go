@@ -2,10 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/schema"
 )
 
 // Get implements sgam.FactReader.
@@ -21,11 +24,11 @@ func (s *Store) Get(ctx context.Context, key sgam.Key, at sgam.At) (f *sgam.Fact
 	if err != nil {
 		return nil, err
 	}
-	if g.Schema == nil {
-		return s.d.Get(ctx, key, at) // no names to resolve: the hot path of an ungoverned tenant
-	}
 	if err := g.CheckGet(key); err != nil {
 		return nil, err
+	}
+	if g.Schema == nil {
+		return s.d.Get(ctx, key, at) // no names to resolve: the hot path of an ungoverned tenant
 	}
 	// During a rename's dual-read window the old and the new key may both
 	// answer: the value that starts latest is the newer (the new key wins
@@ -129,6 +132,53 @@ func (s *Store) Attributes(ctx context.Context, tenant, subject string) (out []s
 		out = []string{}
 	}
 	return out, err
+}
+
+// SubjectsNamed implements sgam.FactReader.
+func (s *Store) SubjectsNamed(ctx context.Context, tenant string, names []string, at sgam.At) (out []sgam.NamedSubject, err error) {
+	defer s.track("SubjectsNamed", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if len(names) > sgam.MaxNamesLookup {
+		return nil, sgam.Errorf(sgam.Invalid, "names", "has %d names; at most %d", len(names), sgam.MaxNamesLookup)
+	}
+	if at, err = checkAt(at); err != nil {
+		return nil, err
+	}
+	// A name not in the stored form of an alias names nothing: a text's
+	// runs of words are candidates, not input to refuse.
+	order := map[string]int{}
+	var members []string
+	for _, n := range names {
+		if m, ok := schema.AliasMember(n); ok {
+			if _, dup := order[m]; !dup {
+				order[m] = len(members)
+				members = append(members, m)
+			}
+		}
+	}
+	out = []sgam.NamedSubject{}
+	if len(members) == 0 {
+		return out, nil
+	}
+	pairs, err := s.d.SubjectsNamed(ctx, tenant, members, at)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(pairs, func(a, b [2]string) int {
+		if c := order[a[0]] - order[b[0]]; c != 0 {
+			return c
+		}
+		return strings.Compare(a[1], b[1])
+	})
+	for _, p := range pairs {
+		var name string
+		if json.Unmarshal([]byte(p[0]), &name) == nil {
+			out = append(out, sgam.NamedSubject{Name: name, Subject: p[1]})
+		}
+	}
+	return out, nil
 }
 
 // SubjectsFrom implements sgam.FactReader.

@@ -52,8 +52,13 @@ func (govs Govs) Heads() map[string]Head {
 }
 
 // attribute resolves a written attribute name: a declared name or alias,
-// or an old name still in a rename's dual-read window.
+// or an old name still in a rename's dual-read window. With no schema it
+// is nil (any attribute, any value), but for a built-in attribute.
 func (g Gov) attribute(name string, now time.Time) (*schema.Attribute, error) {
+	if g.Schema == nil {
+		a, _ := schema.Builtin(name)
+		return a, nil
+	}
 	if a, ok := g.Schema.Attribute(name); ok {
 		return a, nil
 	}
@@ -72,11 +77,8 @@ func (g Gov) attribute(name string, now time.Time) (*schema.Attribute, error) {
 func (g Gov) Assertion(a sgam.Assertion, now time.Time) (Op, error) {
 	o := AssertionOp(a)
 	o.Op.Version = g.Version
-	if g.Schema == nil {
-		return o, nil
-	}
 	attr, err := g.attribute(a.Key.Attribute, now)
-	if err != nil {
+	if err != nil || attr == nil {
 		return o, err
 	}
 	v, err := attr.Value(a.Value)
@@ -103,15 +105,15 @@ func (g Gov) Assertion(a sgam.Assertion, now time.Time) (Op, error) {
 func (g Gov) Retraction(r sgam.Retraction, now time.Time) (Op, error) {
 	o := RetractionOp(r)
 	o.Op.Version = g.Version
-	if g.Schema == nil {
+	attr, err := g.attribute(r.Key.Attribute, now)
+	if err != nil {
+		return o, err
+	}
+	if attr == nil {
 		if len(r.Value) > 0 {
 			return o, sgam.Errorf(sgam.Invalid, "value", "names a set member, but no schema declares %s a set", r.Key.Attribute)
 		}
 		return o, nil
-	}
-	attr, err := g.attribute(r.Key.Attribute, now)
-	if err != nil {
-		return o, err
 	}
 	o.Key.Attribute = attr.Name
 	// A retraction at the valid_from of a value is settled by the same
@@ -307,13 +309,16 @@ func (g Gov) ReadNames(name string, now time.Time) []string {
 	return []string{name}
 }
 
-// IsSet reports whether the schema declares attribute name a set.
+// IsSet reports whether the schema declares attribute name a set (or,
+// with no schema, whether it is a built-in set).
 func (g Gov) IsSet(name string) bool {
+	var a *schema.Attribute
 	if g.Schema == nil {
-		return false
+		a, _ = schema.Builtin(name)
+	} else {
+		a, _ = g.Schema.Attribute(name)
 	}
-	a, ok := g.Schema.Attribute(name)
-	return ok && a.Cardinality == schema.Many
+	return a != nil && a.Cardinality == schema.Many
 }
 
 // Build turns a write's input into ops under the schemas of its tenants,
@@ -447,19 +452,25 @@ func (g Gov) CheckGet(k sgam.Key) error {
 
 // CheckImport holds the imported rows of tenant that are still believed to
 // g, the tenant's schema: their attribute declared under its own name, a value in the
-// canonical form of its type, a set member keyed by its value. Retracted
+// canonical form of its type, a set member keyed by its value (with no
+// schema, the rows of a built-in attribute only). Retracted
 // rows are history and keep the shape they had (a migration may have
 // changed it since).
 func (g Gov) CheckImport(b sgam.ImportBatch, tenant string) error {
-	if g.Schema == nil {
-		return nil
-	}
 	for i, f := range b.Facts {
 		if f.RetractedAt != nil || f.Tenant != tenant {
 			continue
 		}
 		field := fmt.Sprintf("facts[%d]", i)
-		attr, ok := g.Schema.Attribute(f.Attribute)
+		var attr *schema.Attribute
+		var ok bool
+		if g.Schema == nil {
+			if attr, ok = schema.Builtin(f.Attribute); !ok {
+				continue // no schema: any attribute
+			}
+		} else {
+			attr, ok = g.Schema.Attribute(f.Attribute)
+		}
 		if !ok || attr.Name != f.Attribute {
 			return sgam.Errorf(sgam.Invalid, field+".attribute", "%q is not declared in schema version %d; import into a store with a matching schema, or migrate after importing without one", f.Attribute, g.Version)
 		}
