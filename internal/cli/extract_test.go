@@ -154,9 +154,12 @@ func TestIngestWithoutModel(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "t.db")
 	line := `{"episode_id":"e1","content":"Mira lives in Oslo."}`
+	// Captured all the same; the extraction waits, and ingest says why
+	// and how to configure a model.
 	r := sgamRun(t, line, "--db", db, "ingest", "-")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "no model is configured")
+	require.Contains(t, r.stderr, "captured 1 episodes (1 new, 0 already there), 1 queued for extraction")
+	require.Contains(t, r.stderr, "no model is configured, so the 1 queued extractions wait")
 	require.Contains(t, r.stderr, "SGAM_LLM_BASE_URL")
 	require.Contains(t, r.stderr, "--no-extract")
 

@@ -98,10 +98,16 @@ no model.
 --no-extract only captures (no model needed); --no-wait returns after
 capture and leaves the extraction to the workers.
 
+Without a model (see docs/extraction.md) the episodes are captured all the
+same and their extractions wait in the queue, visible in 'sgam ingest
+status', until a worker with a model runs them; ingest then says so and
+how to configure one, and exits 2.
+
 Exit status: 0 when every episode was captured and its extraction ended
 (rejected candidates are an outcome, not a failure); 1 when an extraction
-failed after its retries (see 'sgam ingest retry'); 2 when a line is bad:
-the message names the line and the field, and the other lines still go in.`,
+failed after its retries (see 'sgam ingest retry'); 2 when a line is bad
+(the message names the line and the field, and the other lines still go
+in), or when no model is configured to extract what was queued.`,
 		Example: `  SGAM_LLM_BASE_URL=http://localhost:11434/v1 SGAM_LLM_MODEL=qwen3:8b sgam ingest chat.jsonl`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -116,9 +122,6 @@ the message names the line and the field, and the other lines still go in.`,
 				var err error
 				if model, err = lf.get(); err != nil {
 					return err
-				}
-				if model == nil {
-					return sgam.Errorf(sgam.Invalid, "--llm-base-url", "no model is configured, so nothing could be extracted: %s. To capture only, add --no-extract; to capture now and extract later with 'sgam worker', add --no-wait", modelHelp)
 				}
 			}
 			in := a.stdin
@@ -142,6 +145,9 @@ the message names the line and the field, and the other lines still go in.`,
 			}
 			fmt.Fprintf(a.stderr, "captured %d episodes (%d new, %d already there), %d queued for extraction, %d bad lines\n",
 				captured, captured-repeats, repeats, len(refs), len(bad))
+			// Without a model the episodes are captured all the same, and
+			// their extractions wait in the queue for one.
+			waiting := model == nil && !noExtract && !noWait && len(refs) > 0
 			var sum summary
 			if model != nil && len(refs) > 0 {
 				if sum, err = a.runAndWait(s, model, qf, refs, since); err != nil {
@@ -150,16 +156,19 @@ the message names the line and the field, and the other lines still go in.`,
 			}
 			if a.jsonOut {
 				if err := a.printJSON(map[string]any{"captured": captured, "already_there": repeats, "queued": len(refs),
-					"bad_lines": len(bad), "extraction": sum}); err != nil {
+					"bad_lines": len(bad), "extraction": sum, "waiting_for_a_model": waiting}); err != nil {
 					return err
 				}
-			} else if !noExtract && !noWait {
+			} else if !noExtract && !noWait && !waiting {
 				sum.print(a)
 			}
 			for _, b := range bad {
 				fmt.Fprintf(a.stderr, "sgam: %v\n", b)
 			}
 			switch {
+			case waiting:
+				fmt.Fprintf(a.stderr, "sgam: --llm-base-url: no model is configured, so the %d queued extractions wait ('sgam ingest status' shows them): %s. Once one is, 'sgam worker' (or this command again) extracts them; to capture only, add --no-extract; to return after capture, --no-wait\n", len(refs), modelHelp)
+				return exitError{code: ExitUsage}
 			case len(bad) > 0:
 				return exitError{code: ExitUsage}
 			case sum.Failed > 0:
