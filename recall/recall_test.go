@@ -186,6 +186,48 @@ func TestSubjectsByName(t *testing.T) {
 	require.Empty(t, old.Subjects, "the name was not known yet")
 }
 
+// TestForgetThenCompact: an episode forgotten is cited by no recall, and
+// after compact its words are in no byte of the file or its WAL (the
+// full-text index's shadow tables included); another tenant's episode
+// with the same words is still found.
+func TestForgetThenCompact(t *testing.T) {
+	w := newWorld(t)
+	const mark = "zanzibarquux"
+	for _, tenant := range []string{"acme", "globex"} {
+		w.say(tenant, "e9", "2026-06-01T09:00:00Z", "2026-06-01T09:00:00Z", "Mira booked the "+mark+" suite for her trip.", "mira", "hotel", `"the suite"`)
+	}
+	w.passport("acme")
+	q := "Which " + mark + " suite did Mira book?"
+	cites := func(tenant string) []string {
+		var ids []string
+		for _, e := range w.recall(recall.Query{Tenant: tenant, Question: q}).Evidence {
+			ids = append(ids, e.EpisodeID)
+		}
+		return ids
+	}
+	require.Contains(t, cites("acme"), "e9")
+
+	_, err := w.store.Forget(w.ctx, sgam.ForgetRequest{Tenant: "acme", Episode: "e9"})
+	require.NoError(t, err)
+	require.NotContains(t, cites("acme"), "e9")
+	c := w.recall(recall.Query{Tenant: "acme", Question: q})
+	_, answer, _ := strings.Cut(c.Rendered, "\n") // after the question
+	require.NotContains(t, answer, mark)
+	require.Contains(t, cites("globex"), "e9", "the other tenant's episode stays")
+
+	_, err = w.store.Forget(w.ctx, sgam.ForgetRequest{Tenant: "globex", Episode: "e9"})
+	require.NoError(t, err)
+	require.NoError(t, w.store.Compact(w.ctx))
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(w.store.Path() + suffix)
+		if os.IsNotExist(err) {
+			continue
+		}
+		require.NoError(t, err)
+		require.False(t, strings.Contains(strings.ToLower(string(b)), mark), "%q is in the bytes of %s", mark, w.store.Path()+suffix)
+	}
+}
+
 func TestRelatedThroughRefs(t *testing.T) {
 	w := newWorld(t)
 	w.say("acme", "r1", "2026-06-01T09:00:00Z", "2026-06-01T09:00:00Z", "Mira works at Initrode.", "mira", "employer", `"initrode"`)
