@@ -133,6 +133,9 @@ func TestMetricsByHand(t *testing.T) {
 	}
 	m := rep.Metrics
 	require.Equal(t, Replay, rep.Mode)
+	require.True(t, slices.ContainsFunc(rep.Findings, func(f Finding) bool {
+		return f.Stage == StageCheck && strings.HasSuffix(f.Message, "no value, want 3; missing: 3")
+	}), "a failed checkpoint says what it missed")
 
 	// Gold: city Oslo, plan pro, tickets 3, city Bergen. Proposed: city
 	// Oslo, plan enterprise, tickets 3 (ungrounded), city Bergen. Matched

@@ -556,10 +556,12 @@ func (r *runner) check(ctx context.Context, c *Check) error {
 		}
 		var got []string
 		var sources []string
+		var held []sgam.Fact
 		for _, f := range rows {
 			if !f.Tombstone {
 				got = append(got, valueText(f.Value))
 				sources = append(sources, f.Sources...)
+				held = append(held, f)
 			}
 		}
 		want := []string{}
@@ -576,7 +578,7 @@ func (r *runner) check(ctx context.Context, c *Check) error {
 			ok = false
 			r.find(StageCheck, "%s at %s: sources %s, want %s", key, instantsText(at), listText(sources), listText(v.Sources))
 		} else if !ok {
-			r.find(StageCheck, "%s at %s: %s, want %s", key, instantsText(at), listText(got), listText(want))
+			r.find(StageCheck, "%s at %s: %s, want %s%s", key, instantsText(at), listText(got), listText(want), rowsDiff(held, want))
 		}
 		r.m.Checkpoints.add(ok)
 		if past {
@@ -712,6 +714,34 @@ func sameStrings(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// rowsDiff says which rows a checkpoint found that it did not want (each
+// with its fact id, window and sources) and which values it wanted that
+// no row holds.
+func rowsDiff(held []sgam.Fact, want []string) string {
+	left := slices.Clone(want)
+	var extra []string
+	for _, f := range held {
+		v := valueText(f.Value)
+		if i := slices.IndexFunc(left, func(w string) bool { return sameValue(v, json.RawMessage(quote(w))) }); i >= 0 {
+			left = slices.Delete(left, i, i+1)
+			continue
+		}
+		to := "open"
+		if f.ValidTo != nil {
+			to = sgam.FormatTime(*f.ValidTo)
+		}
+		extra = append(extra, fmt.Sprintf("%s (fact %d, valid %s → %s, sources %s)", v, f.ID, sgam.FormatTime(f.ValidFrom), to, strings.Join(f.Sources, ", ")))
+	}
+	var out string
+	if len(extra) > 0 {
+		out += "; not wanted: " + strings.Join(extra, "; ")
+	}
+	if len(left) > 0 {
+		out += "; missing: " + strings.Join(left, ", ")
+	}
+	return out
 }
 
 func listText(ss []string) string {
