@@ -55,11 +55,7 @@ func (govs Govs) Heads() map[string]Head {
 // or an old name still in a rename's dual-read window. With no schema it
 // is nil (any attribute, any value), but for a built-in attribute.
 func (g Gov) attribute(name string, now time.Time) (*schema.Attribute, error) {
-	if g.Schema == nil {
-		a, _ := schema.Builtin(name)
-		return a, nil
-	}
-	if a, ok := g.Schema.Attribute(name); ok {
+	if a, ok := g.lookup(name); ok || g.Schema == nil {
 		return a, nil
 	}
 	if to, ok := g.Schema.DualRead(name, now); ok {
@@ -309,16 +305,20 @@ func (g Gov) ReadNames(name string, now time.Time) []string {
 	return []string{name}
 }
 
-// IsSet reports whether the schema declares attribute name a set (or,
-// with no schema, whether it is a built-in set).
-func (g Gov) IsSet(name string) bool {
-	var a *schema.Attribute
+// lookup returns the attribute called name (a declared name or alias)
+// under the schema; with no schema, the built-in one, if any.
+func (g Gov) lookup(name string) (*schema.Attribute, bool) {
 	if g.Schema == nil {
-		a, _ = schema.Builtin(name)
-	} else {
-		a, _ = g.Schema.Attribute(name)
+		return schema.Builtin(name)
 	}
-	return a != nil && a.Cardinality == schema.Many
+	return g.Schema.Attribute(name)
+}
+
+// IsSet reports whether attribute name is a set: declared so by the
+// schema, or a built-in set.
+func (g Gov) IsSet(name string) bool {
+	a, ok := g.lookup(name)
+	return ok && a.Cardinality == schema.Many
 }
 
 // Build turns a write's input into ops under the schemas of its tenants,
@@ -462,14 +462,9 @@ func (g Gov) CheckImport(b sgam.ImportBatch, tenant string) error {
 			continue
 		}
 		field := fmt.Sprintf("facts[%d]", i)
-		var attr *schema.Attribute
-		var ok bool
-		if g.Schema == nil {
-			if attr, ok = schema.Builtin(f.Attribute); !ok {
-				continue // no schema: any attribute
-			}
-		} else {
-			attr, ok = g.Schema.Attribute(f.Attribute)
+		attr, ok := g.lookup(f.Attribute)
+		if !ok && g.Schema == nil {
+			continue // no schema: any attribute
 		}
 		if !ok || attr.Name != f.Attribute {
 			return sgam.Errorf(sgam.Invalid, field+".attribute", "%q is not declared in schema version %d; import into a store with a matching schema, or migrate after importing without one", f.Attribute, g.Version)
