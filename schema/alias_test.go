@@ -1,12 +1,14 @@
 package schema
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/words"
 )
 
 // TestAliasIsBuiltIn: every schema has the attribute alias, a set of
@@ -70,6 +72,14 @@ func TestAliasMember(t *testing.T) {
 	m, ok := AliasMember("mira chen")
 	require.True(t, ok)
 	require.Equal(t, `"mira chen"`, m)
+	for _, name := range []string{"zoë ørsted", "東京 タワー", "o brien 2", "ǅemal"} {
+		m, ok := AliasMember(words.Name(name))
+		require.True(t, ok, name)
+		b, _ := json.Marshal(words.Name(name))
+		c, err := sgam.CanonicalValue("value", b, sgam.MaxMemberBytes)
+		require.NoError(t, err)
+		require.Equal(t, string(c), m, "the member is the canonical JSON of %q", name)
+	}
 	for _, bad := range []string{"", "Mira Chen", "mira  chen", "mira."} {
 		_, ok := AliasMember(bad)
 		require.False(t, ok, bad)
