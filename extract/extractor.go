@@ -318,8 +318,9 @@ type candidate struct {
 }
 
 // subjectsInPlay are, in order: the episode's subjects hint, known
-// subjects its text names by id, then by one of their names, and the subjects of the facts the session's
-// recent episodes are the source of, as believed at knownAt.
+// subjects its text names by id, then by one of their names, and the
+// subjects of the facts the session's recent episodes are the source of,
+// as believed at knownAt.
 func (x *Extractor) subjectsInPlay(ctx context.Context, ep sgam.Episode, recent []sgam.Episode, knownAt time.Time) ([]candidate, error) {
 	var out []candidate
 	seen := map[string]bool{}

@@ -36,10 +36,10 @@ var fields = []string{"evidence", "subject", "attribute", "current_value", "chan
 // reasoning order. It has no field for the tenant or the source.
 func OutputSchema(sch *schema.Schema) json.RawMessage {
 	var attribute any = map[string]any{"type": "string", "description": "the attribute: " + attributeSlugs}
-	if sch != nil && len(sch.Attributes) > 0 && len(sch.All()) <= maxEnumInline {
-		var names []string
-		for _, a := range sch.All() {
-			names = append(names, a.Name)
+	if all := attributes(sch); all[0] != nil && len(all) <= maxEnumInline {
+		names := make([]string, len(all))
+		for i, a := range all {
+			names[i] = a.Name
 		}
 		attribute = map[string]any{"type": "string", "enum": names, "description": "one of the declared attributes"}
 	}
