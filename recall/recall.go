@@ -380,9 +380,8 @@ type gather struct {
 
 // subjects are the subjects in play, at most MaxSubjects: the given ones;
 // else the known subjects the question names (by id, then by one of their
-// names), those of the session's
-// latest facts, and, when still none, those of the facts the best
-// evidence is the source of.
+// names), those of the session's latest facts, and, when still none,
+// those of the facts the best evidence is the source of.
 func (g *gather) subjects(hits []sgam.EpisodeHit) ([]string, error) {
 	if len(g.q.Subjects) > 0 {
 		return slices.Clone(g.q.Subjects), nil
