@@ -119,15 +119,15 @@ type Rejection struct {
 
 // Why a candidate was rejected.
 const (
-	RejectUngrounded       = "ungrounded"        // the evidence is not a quote of the episode
-	RejectUnknownAttribute = "unknown_attribute" // not declared in the tenant's schema
-	RejectInvalidValue     = "invalid_value"     // not of the attribute's declared type
-	RejectInvalidSubject   = "invalid_subject"   // not a valid subject id
-	RejectInvalidTime      = "invalid_valid_from"
-	RejectInvalidChange    = "invalid_change"   // change is none of new, update, no_change, retract
-	RejectUnexpectedField  = "unexpected_field" // a field the update may not have (tenant, source, ...)
-	RejectMalformed        = "malformed"        // not an object, a field of the wrong JSON type, or missing
-	RejectConflict         = "conflict"         // the ledger refused it (a different value at the same valid_from)
+	RejectUngrounded       = "ungrounded"         // the quote is not whole words of the episode, or does not state the value (docs/extraction.md)
+	RejectUnknownAttribute = "unknown_attribute"  // not declared in the tenant's schema
+	RejectInvalidValue     = "invalid_value"      // not of the attribute's declared type
+	RejectInvalidSubject   = "invalid_subject"    // neither a subject shown to the model nor a new lowercase id
+	RejectInvalidTime      = "invalid_valid_from" // not a time or date, before 1900, or too far after the episode
+	RejectInvalidChange    = "invalid_change"     // change is none of new, update, no_change, retract
+	RejectUnexpectedField  = "unexpected_field"   // a field the update may not have (tenant, source, ...)
+	RejectMalformed        = "malformed"          // not an object, a field of the wrong JSON type, or missing
+	RejectConflict         = "conflict"           // the ledger refused it (a different value at the same valid_from)
 )
 
 // ExtractionCommit is what an extraction writes in one transaction: the

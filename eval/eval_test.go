@@ -62,8 +62,8 @@ steps:
 `
 
 // The model's answers: a1's plan is wrong (a false positive, and pro a
-// miss); a2's quote is not in the episode (rejected, though its value is
-// the gold's).
+// miss; rejected, its quote states pro); a2's quote is not in the episode
+// (rejected, though its value is the gold's).
 var tinyAnswers = []Exchange{
 	{Tenant: "alpha", Episode: "a1", Answer: `{"updates":[
 		{"evidence":"I moved to Oslo","subject":"ana","attribute":"city","current_value":null,"change":"new","value":"Oslo","valid_from":null},
@@ -138,15 +138,15 @@ func TestMetricsByHand(t *testing.T) {
 	}), "a failed checkpoint says what it missed")
 
 	// Gold: city Oslo, plan pro, tickets 3, city Bergen. Proposed: city
-	// Oslo, plan enterprise, tickets 3 (ungrounded), city Bergen. Matched
-	// 3 of 4 proposed and of 4 gold.
+	// Oslo, plan enterprise (ungrounded), tickets 3 (ungrounded), city
+	// Bergen. Matched 3 of 4 proposed and of 4 gold.
 	require.Equal(t, 4, m.Extraction.Gold)
 	require.Equal(t, 4, m.Extraction.Proposed)
 	require.Equal(t, 3, m.Extraction.Matched)
 	require.InDelta(t, 0.75, *m.Extraction.Precision, 1e-9)
 	require.InDelta(t, 0.75, *m.Extraction.Recall, 1e-9)
 	require.InDelta(t, 0.75, *m.Extraction.F1, 1e-9)
-	require.Equal(t, map[string]int{sgam.RejectUngrounded: 1}, m.Rejected)
+	require.Equal(t, map[string]int{sgam.RejectUngrounded: 2}, m.Rejected)
 	require.Zero(t, m.WriteErrors)
 
 	// Checkpoints: city Bergen holds; tickets was rejected, so no 3; plan

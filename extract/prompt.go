@@ -75,11 +75,11 @@ func ContentDigest(e sgam.Episode) string {
 const system = `You maintain the long-term memory of an AI agent. From ONE episode (a message, a tool result or an event), propose updates to the stored facts about its subjects.
 
 Rules:
-- Propose only what the episode itself states. "evidence" must be an exact quote of the episode (not of the earlier context), as short as possible.
-- Use only the attributes listed. A subject is a lowercase id: reuse the ids shown under "Subjects in play".
+- Propose only what the episode itself states. "evidence" must be an exact quote of the episode (not of the earlier context): whole words, the shortest span that states the value.
+- Use only the attributes listed. A subject is a lowercase id (letters and digits, words joined by - _ or .): reuse the ids shown under "Subjects in play".
 - For each update, "current_value" is the stored value shown for that subject and attribute (null when none is shown), and "change" says how the episode relates to it: new (nothing stored), update (a different value), no_change (the same value), retract (the episode says it no longer holds).
 - "value" is text read by the attribute's type: "42" for an integer, "2026-06-30" for a date, "true" for a boolean, JSON text for a structured value. It is null for retract.
-- "valid_from" is when the value starts to hold in the world. Resolve relative dates ("next Friday", "since last week") against the reference time. Null means: when the episode occurred.
+- "valid_from" is when the value starts to hold in the world, not a date the value names (a deadline's date is its value). Resolve relative dates ("next Friday", "since last week") against the reference time. Null means: when the episode occurred.
 - Do not guess. An episode that states nothing to remember gets {"updates": []}.`
 
 // Build builds the prompt of in.

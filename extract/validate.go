@@ -71,14 +71,14 @@ func Decode(in Input, answer string) (Outcome, error) {
 		return out, fmt.Errorf(`"updates" is not a list`)
 	}
 	out.Proposed = len(list)
-	grounding := normalize(in.Episode.Content)
+	ep := newEpisodeText(in.Episode.Content)
 	for i, u := range list {
 		if i >= MaxUpdates {
 			out.Rejected = append(out.Rejected, sgam.Rejection{Index: i, Update: u, Reason: sgam.RejectMalformed,
 				Message: fmt.Sprintf("more than %d updates in one answer", MaxUpdates)})
 			continue
 		}
-		w, warn, rej := validate(in, grounding, i, u)
+		w, warn, rej := validate(in, ep, i, u)
 		switch {
 		case rej != nil:
 			rej.Index, rej.Update = i, u
@@ -108,27 +108,31 @@ func reject(reason, field, format string, args ...any) *sgam.Rejection {
 
 // validate checks one update. It returns the write (nil for a no_change
 // that corroborates nothing), a warning, or the rejection.
-func validate(in Input, grounding string, i int, raw json.RawMessage) (*sgam.CandidateWrite, string, *sgam.Rejection) {
+func validate(in Input, ep *episodeText, i int, raw json.RawMessage) (*sgam.CandidateWrite, string, *sgam.Rejection) {
 	u, rej := decodeUpdate(raw)
 	if rej != nil {
 		return nil, "", rej
 	}
 	if u.Change == ChangeNone {
-		return corroboration(in, grounding, i, u), "", nil
+		return corroboration(in, ep, i, u), "", nil
 	}
-	return validateUpdate(in, grounding, i, u)
+	return validateUpdate(in, ep, i, u, false)
 }
 
 // corroboration is the write of a no_change update: when it holds, as a
-// valid update would, the value stored at the reference time, the episode
-// is one more source of that row, written as a repeat at the row's
-// valid_from (the ledger keeps the row and adds the source), so that
-// forgetting the first source keeps a fact another episode supports too.
-// Anything else is dropped, never rejected: the model said nothing
-// changes.
-func corroboration(in Input, grounding string, i int, u update) *sgam.CandidateWrite {
+// valid update would, the value stored at the reference time, and its
+// quote states that value (for an inferred attribute, the quote or the
+// rest of the episode; never the quote alone), the episode is one more
+// source of that row, written as a repeat at the row's valid_from (the
+// ledger keeps the row and adds the source), so that forgetting the first
+// source keeps a fact another episode supports too. Anything else is
+// dropped, never rejected (the model said nothing changes), and adds no
+// source: an episode that does not state the value is no evidence of it,
+// and as a source it would keep the fact when the one episode that said it
+// is forgotten.
+func corroboration(in Input, ep *episodeText, i int, u update) *sgam.CandidateWrite {
 	u.Change = ChangeUpdate
-	w, _, rej := validateUpdate(in, grounding, i, u)
+	w, _, rej := validateUpdate(in, ep, i, u, true)
 	if rej != nil || w == nil {
 		return nil
 	}
@@ -146,22 +150,24 @@ func corroboration(in Input, grounding string, i int, u update) *sgam.CandidateW
 	return nil
 }
 
-// validateUpdate checks a decoded update that is not a no_change.
-func validateUpdate(in Input, grounding string, i int, u update) (*sgam.CandidateWrite, string, *sgam.Rejection) {
+// validateUpdate checks a decoded update that is not a no_change, or
+// (corroborates) one that is, as an update of the value it holds.
+func validateUpdate(in Input, ep *episodeText, i int, u update, corroborates bool) (*sgam.CandidateWrite, string, *sgam.Rejection) {
 	change := u.Change
 	switch change {
 	case ChangeNew, ChangeUpdate, ChangeRetract:
 	default:
 		return nil, "", reject(sgam.RejectInvalidChange, "change", "%q is none of new, update, no_change, retract", clip(change, 40))
 	}
-	q := normalize(u.Evidence)
-	if q == "" || !strings.Contains(grounding, q) {
-		return nil, "", reject(sgam.RejectUngrounded, "evidence", "the quote %q does not occur in the episode", clip(u.Evidence, 120))
+	quote, rej := ep.quote(u.Evidence)
+	if rej != nil {
+		return nil, "", rej
 	}
-	if err := sgam.CheckSubject(u.Subject); err != nil {
-		return nil, "", reject(sgam.RejectInvalidSubject, "subject", "%s", sgam.ErrorMessage(err))
+	subject, rej := subjectOf(in, u.Subject)
+	if rej != nil {
+		return nil, "", rej
 	}
-	w := &sgam.CandidateWrite{Accepted: sgam.Accepted{Index: i, Evidence: u.Evidence, Subject: u.Subject, Change: change}}
+	w := &sgam.CandidateWrite{Accepted: sgam.Accepted{Index: i, Evidence: u.Evidence, Subject: subject, Change: change}}
 	var attr *schema.Attribute
 	if in.Schema != nil {
 		a, ok := in.Schema.Attribute(u.Attribute)
@@ -172,21 +178,15 @@ func validateUpdate(in Input, grounding string, i int, u update) (*sgam.Candidat
 		w.Attribute = a.Name
 		w.Set = a.Cardinality == schema.Many
 	} else {
-		if err := (sgam.Key{Tenant: sgam.DefaultTenant, Subject: u.Subject, Attribute: u.Attribute}).Check(); err != nil {
+		if err := (sgam.Key{Tenant: sgam.DefaultTenant, Subject: subject, Attribute: u.Attribute}).Check(); err != nil {
 			return nil, "", reject(sgam.RejectUnknownAttribute, "attribute", "%s", sgam.ErrorMessage(err))
 		}
 		w.Attribute = u.Attribute
 	}
 
-	validFrom := in.Episode.OccurredAt
-	if u.ValidFrom != nil && strings.TrimSpace(*u.ValidFrom) != "" {
-		t, err := parseValidFrom(*u.ValidFrom)
-		if err != nil {
-			return nil, "", reject(sgam.RejectInvalidTime, "valid_from", "%q is not an RFC 3339 time or a date YYYY-MM-DD", clip(*u.ValidFrom, 60))
-		}
-		validFrom = t
+	if w.ValidFrom, rej = validFromOf(in.Episode.OccurredAt, attr, u.ValidFrom); rej != nil {
+		return nil, "", rej
 	}
-	w.ValidFrom = validFrom
 
 	if change == ChangeRetract {
 		w.Retract = true
@@ -199,6 +199,9 @@ func validateUpdate(in Input, grounding string, i int, u update) (*sgam.Candidat
 			if rej != nil {
 				return nil, "", rej
 			}
+			if st := quote.states(attr, w.Attribute, v, *u.Value, true); !st.ok {
+				return nil, "", reject(sgam.RejectUngrounded, "value", "the quote %q does not name the member to remove: it does not state %s", clip(u.Evidence, 120), st.what)
+			}
 			w.Value = v
 		}
 		return w, currentWarning(in, u, w, nil), nil
@@ -210,8 +213,36 @@ func validateUpdate(in Input, grounding string, i int, u update) (*sgam.Candidat
 	if rej != nil {
 		return nil, "", rej
 	}
+	if rej := stated(quote, ep, attr, w.Attribute, v, u, corroborates); rej != nil {
+		return nil, "", rej
+	}
 	w.Value = v
 	return w, currentWarning(in, u, w, v), nil
+}
+
+// stated applies grounding's value rule to value v of attribute name:
+// the quote states it; or the attribute is inferred, and the update is
+// not a corroboration (the quote alone grounds the model's reading of
+// it) or is one that the episode, beyond its quote, states.
+func stated(quote *passage, ep *episodeText, a *schema.Attribute, name string, v json.RawMessage, u update, corroborates bool) *sgam.Rejection {
+	st := quote.states(a, name, v, *u.Value, false)
+	if st.ok {
+		return nil
+	}
+	inferred := a != nil && a.Inferred && name != sgam.AliasAttribute
+	switch {
+	case inferred && !corroborates:
+		return nil
+	case inferred && ep.passage().states(a, name, v, *u.Value, false).ok:
+		return nil
+	case inferred:
+		return reject(sgam.RejectUngrounded, "value", "neither the quote %q nor the rest of the episode states %s: a no_change adds the episode as a source only when it states the value", clip(u.Evidence, 120), st.what)
+	case name == sgam.AliasAttribute:
+		return reject(sgam.RejectUngrounded, "value", "the quote %q does not state %s: a name the model adds is always words of its quote", clip(u.Evidence, 120), st.what)
+	case a == nil:
+		return reject(sgam.RejectUngrounded, "value", "the quote %q does not state %s", clip(u.Evidence, 120), st.what)
+	}
+	return reject(sgam.RejectUngrounded, "value", "the quote %q does not state %s, and the schema does not mark %s inferred", clip(u.Evidence, 120), st.what, name)
 }
 
 // decodeUpdate decodes an update strictly: an object of the seven fields,
@@ -335,16 +366,26 @@ func readValue(a *schema.Attribute, text string) (json.RawMessage, *sgam.Rejecti
 }
 
 // parseValidFrom reads an RFC 3339 time or a date (its midnight, UTC).
+// An instant before minValidFrom is returned as it is, for validFromOf to
+// refuse by that rule: the store's own message for the zero instant
+// ("not given") would name the wrong one.
 func parseValidFrom(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if len(s) == len("2006-01-02") {
 		t, err := time.Parse("2006-01-02", s)
 		if err != nil {
-			return time.Time{}, err
+			return time.Time{}, fmt.Errorf("%q is not a date YYYY-MM-DD or an RFC 3339 time", s)
 		}
 		return t, nil
 	}
-	return sgam.ParseTime("valid_from", s)
+	if t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s)); err == nil && t.Before(minValidFrom) {
+		return t, nil
+	}
+	t, err := sgam.ParseTime("valid_from", s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s, or a date YYYY-MM-DD", sgam.ErrorMessage(err))
+	}
+	return t, nil
 }
 
 // currentWarning compares the model's current_value with what the prompt
@@ -393,8 +434,8 @@ func article(word string) string {
 	return "a"
 }
 
-// normalize folds case, runs of white space and typographic quotes, for
-// grounding quotes in the episode.
+// normalize folds case, runs of white space, typographic quotes and
+// dashes and the minus sign, for grounding quotes in the episode.
 func normalize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
@@ -405,7 +446,7 @@ func normalize(s string) string {
 			r = '\''
 		case '\u201C', '\u201D', '\u201F', '\u2033':
 			r = '"'
-		case '\u2013', '\u2014':
+		case '\u2013', '\u2014', '\u2212':
 			r = '-'
 		}
 		if unicode.IsSpace(r) {
@@ -430,4 +471,121 @@ func jsonString(v []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// maxNewSubjectBytes bounds a subject id the model makes up: an id, not a
+// text.
+const maxNewSubjectBytes = 64
+
+// subjectOf returns the subject an update names. A subject shown to the
+// model under "Subjects in play" is taken exactly as shown, whatever its
+// text (the HTTP API lets callers store any), or in another case when one
+// shown subject alone has that spelling ("Mira" for mira). Anything else is
+// a new id, as the prompt asks for: lowercased, it must be letters and
+// digits in words joined by single - _ or . ("acct-42", "mira.chen"), at
+// most maxNewSubjectBytes: what words.Candidates finds when a later text
+// names it, and never a path ("../beta/mira") or a sentence.
+func subjectOf(in Input, s string) (string, *sgam.Rejection) {
+	if s == "" {
+		return "", reject(sgam.RejectInvalidSubject, "subject", "is required: the id of the subject the update is about")
+	}
+	var folded []string
+	for _, sub := range in.Subjects {
+		if sub.ID == s {
+			return s, nil
+		}
+		if strings.EqualFold(sub.ID, s) {
+			folded = append(folded, sub.ID)
+		}
+	}
+	switch len(folded) {
+	case 1:
+		return folded[0], nil
+	case 0:
+	default:
+		return "", reject(sgam.RejectInvalidSubject, "subject", "%q is none of the subjects shown, and in another case more than one: %q", clip(s, 80), folded)
+	}
+	id := strings.ToLower(s)
+	if !isSubjectID(id) {
+		return "", reject(sgam.RejectInvalidSubject, "subject", "%q is not a subject id: name a subject shown under \"Subjects in play\" as shown, or a new one by an id of lowercase letters and digits in words joined by single - _ or . (at most %d bytes), such as acct-42", clip(s, 80), maxNewSubjectBytes)
+	}
+	return id, nil
+}
+
+// isSubjectID reports whether s (lowercased) is a new subject id as
+// subjectOf describes it.
+func isSubjectID(s string) bool {
+	if len(s) > maxNewSubjectBytes {
+		return false
+	}
+	sep := true // at the start, as after a separator: none may come first
+	for _, r := range s {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			sep = false
+		case unicode.IsMark(r) && !sep: // an accent that follows its letter
+		case r == '-' || r == '_' || r == '.':
+			if sep {
+				return false
+			}
+			sep = true
+		default:
+			return false
+		}
+	}
+	return !sep
+}
+
+// minValidFrom is the earliest valid_from extraction accepts: an earlier
+// one is a placeholder (0001-01-01 is the zero time, a model's "no date"),
+// not when a value began. A direct write may name any instant.
+var minValidFrom = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// FutureMargin is how far after its episode's occurred_at a value the model
+// extracts may start to hold when its attribute declares no future of its
+// own: "tomorrow", resolved as a date in any time zone, is within it. A
+// model that writes a later valid_from has most often copied the value's
+// own date (a deadline) into it, which would hide the value until then.
+const FutureMargin = 48 * time.Hour
+
+// validFromOf reads an update's valid_from (nil or blank: occurred, when
+// its episode occurred) and checks it lies between minValidFrom and the
+// future the attribute allows after occurred.
+func validFromOf(occurred time.Time, a *schema.Attribute, s *string) (time.Time, *sgam.Rejection) {
+	if s == nil || strings.TrimSpace(*s) == "" {
+		return occurred, nil
+	}
+	t, err := parseValidFrom(*s)
+	if err != nil {
+		return time.Time{}, reject(sgam.RejectInvalidTime, "valid_from", "%s", clip(err.Error(), 200))
+	}
+	if t.Before(minValidFrom) {
+		return time.Time{}, reject(sgam.RejectInvalidTime, "valid_from", "%q is before %s, the earliest valid_from extraction accepts: so early a date is a placeholder (0001-01-01 is the zero time), not when a value began; null means when the episode occurred",
+			clip(*s, 60), minValidFrom.Format("2006-01-02"))
+	}
+	margin := FutureMargin
+	if a != nil && a.Future > 0 {
+		margin = a.Future
+	}
+	if t.After(occurred.Add(margin)) {
+		why := "a value that starts later needs future in its attribute's schema"
+		if a != nil && a.Future > 0 {
+			why = "the furthest its attribute's future allows"
+		}
+		return time.Time{}, reject(sgam.RejectInvalidTime, "valid_from", "%q is more than %s after the episode occurred (%s): %s",
+			clip(*s, 60), span(margin), sgam.FormatTime(occurred), why)
+	}
+	return t, nil
+}
+
+// span renders a duration in days, or hours when it is not whole days.
+func span(d time.Duration) string {
+	n, unit := d/time.Hour, "hour"
+	if d%(24*time.Hour) == 0 {
+		n, unit = d/(24*time.Hour), "day"
+	}
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sgam-dev/sgam"
 )
@@ -113,6 +114,12 @@ func (d *differ) attributes(old, new *Schema) {
 		}
 		if o.Promote.String() != n.Promote.String() {
 			change("promote", o.Promote.String(), n.Promote.String())
+		}
+		if o.Inferred != n.Inferred {
+			change("inferred", o.Inferred, n.Inferred)
+		}
+		if o.Future != n.Future {
+			change("future", futureString(o.Future), futureString(n.Future))
 		}
 		if o.Description != n.Description {
 			d.add("~ attribute %s: description changed", name)
@@ -229,6 +236,15 @@ func orNone(s string) string {
 	return s
 }
 
+// futureString renders an attribute's future as a schema file writes it,
+// "(default)" when it has none of its own.
+func futureString(d time.Duration) string {
+	if d == 0 {
+		return "(default)"
+	}
+	return formatTTL(d)
+}
+
 func listOrNone(ss []string) string {
 	if len(ss) == 0 {
 		return "(none)"
@@ -294,7 +310,10 @@ entities: [customer, account]
 # conflict, for two different values at the same instant: reject (default),
 # prefer_source, latest_recorded or review. sensitive: true means only a
 # user_confirmed source makes it a fact. retention: a class above.
-# aliases: old names that still resolve to this attribute.
+# aliases: old names that still resolve to this attribute. For what a model
+# extracts from episodes: inferred: true accepts a value its quote implies
+# without stating it (a date from "next Friday"), and future: 90d a value
+# that starts up to 90 days after its episode (default 2 days).
 attributes:
   full_name:
     memory: profile

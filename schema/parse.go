@@ -85,7 +85,7 @@ const (
 
 var (
 	topKeys       = []string{"name", "retention", "episode_retention", "source_ranks", "memory_types", "entities", "attributes", "migrations"}
-	attributeKeys = []string{"memory", "type", "json_schema", "cardinality", "conflict", "sensitive", "retention", "promote", "description", "aliases"}
+	attributeKeys = []string{"memory", "type", "json_schema", "cardinality", "conflict", "sensitive", "retention", "promote", "inferred", "future", "description", "aliases"}
 	promoteKeys   = []string{"after", "within"}
 	migrationKeys = []string{"name", "rename", "retype", "split", "dual_read_until"}
 	shorthand     = []string{TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeDate, TypeDatetime}
@@ -815,6 +815,29 @@ func (p *reader) attribute(s *Schema, name string, line int, n *node, path strin
 		if a.Promote != nil && a.Cardinality == Many {
 			p.add(e.val.line, join(path, "promote"), "applies to single-valued attributes; %s is a set (cardinality many)", name)
 			a.Promote = nil
+		}
+	}
+	if e := f["inferred"]; e != nil {
+		switch {
+		case e.val.kind != boolNode && e.val.kind != badNode:
+			p.add(e.val.line, join(path, "inferred"), "must be true or false, not %s", e.val.describe())
+		case e.val.b && name == alias.Name:
+			// A name the model adds is words of its quote, always: a
+			// guessed name would find the subject for questions about
+			// someone else.
+			p.add(e.val.line, join(path, "inferred"), "%s is built in: a name the model adds is always words of its quote", name)
+		default:
+			a.Inferred = e.val.b
+		}
+	}
+	if e := f["future"]; e != nil {
+		if v, ok := p.text(e.val, join(path, "future")); ok {
+			d, err := parseTTL(v)
+			if err != nil {
+				p.add(e.val.line, join(path, "future"), "%v", err)
+			} else {
+				a.Future = d
+			}
 		}
 	}
 	if e := f["description"]; e != nil {

@@ -151,7 +151,17 @@ type Attribute struct {
 	// Promote, when set, makes a value a fact only once Promote.After
 	// consistent signals (the same value) from distinct episodes fall
 	// within Promote.Within; until then each is a pending signal.
-	Promote   *Promote
+	Promote *Promote
+	// Inferred lets extraction accept a value the model read from its
+	// quote without the quote stating it ("next Friday" for a date,
+	// "urgent" for a priority): by default a model's value must be words
+	// (or, for dates and numbers, a written form) of its quote.
+	Inferred bool
+	// Future is how far after its episode a value the model extracts may
+	// start to hold (its valid_from), for attributes whose changes are
+	// announced ahead ("the plan changes to pro on July 1"); 0: the
+	// default margin of extraction (extract.FutureMargin).
+	Future    time.Duration
 	Retention string // a retention class, or "" for none
 	// Aliases are old names that still resolve to this attribute.
 	Aliases []string
@@ -373,6 +383,14 @@ func (a *Attribute) canonical(b *bytes.Buffer) {
 	}
 	if a.Promote != nil {
 		fmt.Fprintf(b, `,"promote":{"after":%d,"within":%s}`, a.Promote.After, jsonString(formatTTL(a.Promote.Within)))
+	}
+	// Written only when set, so that the schemas from before these keys
+	// keep their hash.
+	if a.Inferred {
+		b.WriteString(`,"inferred":true`)
+	}
+	if a.Future > 0 {
+		fmt.Fprintf(b, `,"future":%s`, jsonString(formatTTL(a.Future)))
 	}
 	if a.Description != "" {
 		fmt.Fprintf(b, `,"description":%s`, jsonString(a.Description))
