@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
@@ -174,6 +175,9 @@ func newPlayer(c *Cassette, path string) *player {
 func (p *player) Name() string   { return p.c.Model }
 func (p *player) Mode() llm.Mode { return llm.Mode(p.c.Mode) }
 
+// WorstCase implements llm.Model: a recording answers at once.
+func (p *player) WorstCase() time.Duration { return 0 }
+
 func (p *player) Complete(ctx context.Context, r llm.Request) (llm.Response, error) {
 	if x, ok := p.digest[RequestDigest(r)]; ok {
 		return llm.Response{Raw: x.Answer, JSON: llm.Clean(x.Answer), Attempts: max(x.Calls, 1),
@@ -224,6 +228,9 @@ func newRecorder(m llm.Model) *recorder {
 
 func (r *recorder) Name() string   { return r.model.Name() }
 func (r *recorder) Mode() llm.Mode { return r.model.Mode() }
+
+// WorstCase implements llm.Model.
+func (r *recorder) WorstCase() time.Duration { return r.model.WorstCase() }
 
 func (r *recorder) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	resp, err := r.model.Complete(ctx, req)
@@ -277,6 +284,9 @@ func (k *rekeyer) Mode() llm.Mode {
 	}
 	return llm.Mode(k.c.Mode)
 }
+
+// WorstCase implements llm.Model: a recording answers at once.
+func (k *rekeyer) WorstCase() time.Duration { return 0 }
 
 func (k *rekeyer) Complete(ctx context.Context, r llm.Request) (llm.Response, error) {
 	tenant, episode := episodeOf(ctx)

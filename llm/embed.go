@@ -139,7 +139,7 @@ func NewEmbedder(cfg EmbedConfig) (*EmbedClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EmbedClient{cfg: cfg, oa: newOpenAI(cfg.BaseURL, cfg.APIKey)}, nil
+	return &EmbedClient{cfg: cfg, oa: newOpenAI(cfg.BaseURL, cfg.APIKey, 0)}, nil
 }
 
 // Model implements Embedder: the model's name, with "@" and the

@@ -16,6 +16,7 @@ const (
 	KindConnection Kind = "connection" // the server could not be reached
 	KindMalformed  Kind = "malformed"  // the answer was not a usable chat completion
 	KindRefused    Kind = "refused"    // the model refused to answer
+	KindTooLarge   Kind = "too_large"  // the answer was larger than sgam takes, or reached max_tokens
 	KindCanceled   Kind = "canceled"   // the caller's context ended
 )
 
@@ -59,6 +60,22 @@ func (e *Error) Error() string {
 		s += fmt.Sprintf(" (after %d attempts)", e.Attempts)
 	}
 	return s
+}
+
+// Brief is the error without the server's message or the model's text,
+// which may quote the request (a status's message, a refusal): for records
+// that outlive the request's content (a queue's job rows, logs).
+func (e *Error) Brief() string {
+	switch e.Kind {
+	case KindStatus, KindRefused:
+		c := *e
+		c.Message = "(its message is in the extraction record)"
+		if e.Kind == KindStatus {
+			c.Message = http.StatusText(e.Status)
+		}
+		return c.Error()
+	}
+	return e.Error()
 }
 
 // Retryable reports whether the same request may succeed later: a 429, a

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -59,17 +60,38 @@ type Config struct {
 	// error, a log or a record.
 	APIKey string
 	Mode   Mode // default JSONSchema
-	// Timeout bounds one attempt; default 120s (local models are slow).
+	// Timeout bounds one attempt; default 120s (local models are slow),
+	// at most MaxTimeout.
 	Timeout time.Duration
 	// MaxAttempts bounds the attempts of one request, the first included;
-	// default 4.
+	// default 4, at most MaxAttemptsLimit.
 	MaxAttempts int
 	// MaxBackoff caps the wait between attempts, Retry-After included;
 	// default 60s. A server that asks to wait longer gets an error.
 	MaxBackoff time.Duration
+	// MaxTokens is sent as max_tokens, so that an answer cannot run away
+	// (and a server's count of its tokens can be checked); default
+	// DefaultMaxTokens.
+	MaxTokens int
 	// Temperature of the request; default 0 (extraction wants the same
 	// answer for the same prompt).
 	Temperature float64
+}
+
+// Bounds of a Config.
+const (
+	MaxTimeout       = time.Hour
+	MaxAttemptsLimit = 10
+	DefaultMaxTokens = 8192
+	MaxMaxTokens     = 1 << 20
+)
+
+// WorstCase is the longest one Complete may take: every attempt running
+// to its timeout, and the longest wait between them. Whatever bounds a
+// call from outside (a job's timeout, the immediate path's deadline) must
+// not be shorter, or it cuts off attempts the client would have finished.
+func (c Config) WorstCase() time.Duration {
+	return time.Duration(c.MaxAttempts)*c.Timeout + time.Duration(c.MaxAttempts-1)*c.MaxBackoff
 }
 
 // Environment variables of the configuration (see FromEnv).
@@ -81,16 +103,36 @@ const (
 	// secrets mounted as files.
 	EnvAPIKeyFile = "SGAM_LLM_API_KEY_FILE"
 	EnvMode       = "SGAM_LLM_MODE"
+	// EnvTimeout is one attempt's timeout (a Go duration: "90s"),
+	// EnvAttempts the attempts of one request, EnvMaxTokens max_tokens.
+	EnvTimeout   = "SGAM_LLM_TIMEOUT"
+	EnvAttempts  = "SGAM_LLM_ATTEMPTS"
+	EnvMaxTokens = "SGAM_LLM_MAX_TOKENS"
 )
 
 // FromEnv reads the configuration from the environment: base URL, model,
-// mode, and the API key from SGAM_LLM_API_KEY or the file named by
-// SGAM_LLM_API_KEY_FILE. Both unset base URL and model is no model (ok is
-// false, with no error).
+// mode, timeout, attempts, max tokens, and the API key from
+// SGAM_LLM_API_KEY or the file named by SGAM_LLM_API_KEY_FILE. Both unset
+// base URL and model is no model (ok is false, with no error).
 func FromEnv(getenv func(string) string) (cfg Config, ok bool, err error) {
 	cfg = Config{BaseURL: getenv(EnvBaseURL), Model: getenv(EnvModel)}
 	if cfg.Mode, err = ParseMode(getenv(EnvMode)); err != nil {
 		return cfg, false, fmt.Errorf("%s: %w", EnvMode, err)
+	}
+	if v := getenv(EnvTimeout); v != "" {
+		if cfg.Timeout, err = time.ParseDuration(v); err != nil || cfg.Timeout <= 0 {
+			return cfg, false, fmt.Errorf("%s: %q is not a positive duration (90s, 2m)", EnvTimeout, v)
+		}
+	}
+	if v := getenv(EnvAttempts); v != "" {
+		if cfg.MaxAttempts, err = strconv.Atoi(v); err != nil || cfg.MaxAttempts <= 0 {
+			return cfg, false, fmt.Errorf("%s: %q is not a positive number", EnvAttempts, v)
+		}
+	}
+	if v := getenv(EnvMaxTokens); v != "" {
+		if cfg.MaxTokens, err = strconv.Atoi(v); err != nil || cfg.MaxTokens <= 0 {
+			return cfg, false, fmt.Errorf("%s: %q is not a positive number", EnvMaxTokens, v)
+		}
 	}
 	if cfg.APIKey, err = apiKeyFromEnv(getenv, EnvAPIKey, EnvAPIKeyFile); err != nil {
 		return cfg, false, err
@@ -109,6 +151,14 @@ func (c Config) Check() (Config, error) {
 		return c, fmt.Errorf("the model is not set: set %s or --llm-model", EnvModel)
 	case strings.ContainsAny(c.APIKey, "\r\n"):
 		return c, errors.New("the model API key holds a line break")
+	case c.Timeout < 0 || c.Timeout > MaxTimeout:
+		return c, fmt.Errorf("the timeout of an attempt must be between 0 (the default, 120s) and %s, not %s", MaxTimeout, c.Timeout)
+	case c.MaxAttempts < 0 || c.MaxAttempts > MaxAttemptsLimit:
+		return c, fmt.Errorf("the attempts of a request must be between 1 and %d, not %d", MaxAttemptsLimit, c.MaxAttempts)
+	case c.MaxBackoff < 0 || c.MaxBackoff > MaxTimeout:
+		return c, fmt.Errorf("the longest wait between attempts must be between 0 (the default, 60s) and %s, not %s", MaxTimeout, c.MaxBackoff)
+	case c.MaxTokens < 0 || c.MaxTokens > MaxMaxTokens:
+		return c, fmt.Errorf("max_tokens must be between 1 and %d, not %d", MaxMaxTokens, c.MaxTokens)
 	}
 	m, err := ParseMode(string(c.Mode))
 	if err != nil {
@@ -124,6 +174,9 @@ func (c Config) Check() (Config, error) {
 	if c.MaxBackoff <= 0 {
 		c.MaxBackoff = 60 * time.Second
 	}
+	if c.MaxTokens <= 0 {
+		c.MaxTokens = DefaultMaxTokens
+	}
 	return c, nil
 }
 
@@ -137,20 +190,26 @@ type Request struct {
 	// Schema is the JSON Schema of the answer, as JSON text: its property
 	// order is kept, and the model fills properties in that order.
 	Schema json.RawMessage
-	// MaxTokens bounds the answer; 0 leaves it to the server.
-	MaxTokens int
 }
 
-// Usage is what a call cost, as the server counted it.
+// Usage is what a call cost: as the server counted it where its count is
+// plausible, else as sgam estimates it (see usage.go).
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// Estimated is set when a count is sgam's own: the server gave none
+	// (an attempt that got no answer) or one it could not have spent.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
-// Add sums two usages.
+// Add sums two usages, saturating at MaxTokenCount rather than wrapping.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens}
+	return Usage{PromptTokens: SaturatingAdd(u.PromptTokens, v.PromptTokens), CompletionTokens: SaturatingAdd(u.CompletionTokens, v.CompletionTokens),
+		Estimated: u.Estimated || v.Estimated}
 }
+
+// Total is the usage's tokens, prompt and answer.
+func (u Usage) Total() int { return SaturatingAdd(u.PromptTokens, u.CompletionTokens) }
 
 // Response is a model's answer.
 type Response struct {
@@ -158,10 +217,13 @@ type Response struct {
 	// call's arguments), as it came, except that the API key, should the
 	// server have quoted it, is replaced by [redacted].
 	Raw string
+	// RawCut is set when Raw is the beginning of an answer longer than
+	// MaxAnswerBytes.
+	RawCut bool
 	// JSON is the answer with any <think> block and code fence removed:
 	// what to parse. It is not checked against the schema.
 	JSON string
-	// Usage sums the tokens of every attempt that the server answered.
+	// Usage sums the tokens of every attempt sent, answered or not.
 	Usage Usage
 	// Attempts counts the requests sent, the first included.
 	Attempts int
@@ -174,4 +236,6 @@ type Model interface {
 	Name() string
 	// Mode is how it asks for JSON.
 	Mode() Mode
+	// WorstCase is the longest one Complete may take (Config.WorstCase).
+	WorstCase() time.Duration
 }

@@ -134,15 +134,31 @@ func TestTimeout(t *testing.T) {
 	require.Equal(t, llm.KindTimeout, e.Kind)
 }
 
+// TestCanceled: a caller's context that is cancelled ends the request
+// with KindCanceled (nothing to retry: the caller went away); one whose
+// deadline passes ends it with KindTimeout, which a later attempt under a
+// new deadline may beat, and counts the prompt's estimated tokens (the
+// server may have spent them).
 func TestCanceled(t *testing.T) {
 	fake := llmtest.New(t, "m1", llmtest.ByEpisode(nil))
-	fake.Fault(llmtest.Reply{Delay: 5 * time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
+	fake.Fault(llmtest.Reply{Delay: 5 * time.Second}, llmtest.Reply{Delay: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
 	_, err := client(t, fake, llm.JSONSchema).Complete(ctx, request())
 	var e *llm.Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, llm.KindCanceled, e.Kind)
+	require.False(t, e.Retryable())
+
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	resp, err := client(t, fake, llm.JSONSchema).Complete(ctx, request())
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, llm.KindTimeout, e.Kind)
+	require.True(t, e.Retryable())
+	require.Equal(t, 1, resp.Attempts)
+	require.Positive(t, resp.Usage.PromptTokens)
+	require.True(t, resp.Usage.Estimated)
 }
 
 func TestKeysStayOut(t *testing.T) {

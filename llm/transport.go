@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -21,8 +22,9 @@ import (
 // failure becomes an *Error that never holds the key.
 
 // newOpenAI returns an SDK client of the OpenAI-compatible server at
-// baseURL, sending apiKey (none when empty).
-func newOpenAI(baseURL, apiKey string) openai.Client {
+// baseURL, sending apiKey (none when empty), that reads at most maxBody
+// bytes of an answer (0: no bound).
+func newOpenAI(baseURL, apiKey string, maxBody int64) openai.Client {
 	opts := []option.RequestOption{
 		option.WithBaseURL(baseURL),
 		// Retries are ours: the SDK's would also retry 408 and 409, and
@@ -38,7 +40,38 @@ func newOpenAI(baseURL, apiKey string) openai.Client {
 	if apiKey == "" {
 		opts = append(opts, option.WithHeaderDel("Authorization"))
 	}
+	if maxBody > 0 {
+		opts = append(opts, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			resp, err := next(req)
+			if resp != nil && resp.Body != nil {
+				resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxBody}
+			}
+			return resp, err
+		}))
+	}
 	return openai.NewClient(opts...)
+}
+
+// boundedBody fails a read past its bound, so that a server cannot make
+// the client hold an answer of any size.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, &Error{Kind: KindTooLarge, Message: "the server's answer is larger than sgam reads"}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left+1] // one byte more tells a body that ends here from a longer one
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, &Error{Kind: KindTooLarge, Message: "the server's answer is larger than sgam reads"}
+	}
+	return n, err
 }
 
 // retrier sends a request again after a 429, a 5xx or a timeout, with
@@ -101,7 +134,13 @@ func (r retrier) once(ctx context.Context, attempt func(ctx context.Context) err
 	return err
 }
 
+// canceled is the error of a request whose caller's context ended: a
+// deadline that passed is a timeout (the caller's bound, which a later
+// attempt under a new one may beat), a cancellation is not.
 func (r retrier) canceled(ctx context.Context, attempts int) *Error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &Error{Kind: KindTimeout, Mode: r.mode, what: r.what, Message: "the caller's deadline passed", Attempts: attempts}
+	}
 	return &Error{Kind: KindCanceled, Mode: r.mode, what: r.what, Message: ctx.Err().Error(), Attempts: attempts}
 }
 

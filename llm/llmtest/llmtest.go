@@ -65,6 +65,13 @@ type Reply struct {
 	RetryAfter string
 	// Delay holds the answer back.
 	Delay time.Duration
+	// Usage, when set, is answered as the usage object, as it is (a
+	// server's count, right or wrong); by default the fake counts a
+	// quarter of the bytes of the prompt and of the answer.
+	Usage json.RawMessage
+	// FinishReason is answered as the choice's finish_reason (default
+	// "stop"; "length" is an answer cut at max_tokens).
+	FinishReason string
 }
 
 // Update is one MemoryUpdate as a model writes it. Fields are in the order
@@ -110,7 +117,8 @@ func (u Update) MarshalJSON() ([]byte, error) {
 // S makes a *string of s, for Update's nullable fields.
 func S(s string) *string { return &s }
 
-// Script answers a call. It runs on the server's goroutines.
+// Script answers a call. It runs on the server's goroutines, several at
+// once.
 type Script func(Call) Reply
 
 // ByEpisode answers by the episode content in the prompt: the reply keyed
@@ -140,6 +148,9 @@ type Server struct {
 	// (any other is answered 404, as a server that does not have it
 	// would); when empty, any model is served.
 	EmbedModel string
+	// ErrorMessage is the message of a scripted error status (default
+	// "scripted STATUS"): servers often quote the request in theirs.
+	ErrorMessage string
 
 	t      testing.TB
 	srv    *httptest.Server
@@ -248,12 +259,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls = append(s.calls, c)
 	var rep Reply
-	if len(s.faults) > 0 {
+	fault := len(s.faults) > 0
+	if fault {
 		rep, s.faults = s.faults[0], s.faults[1:]
-	} else {
-		rep = s.script(c)
 	}
 	s.mu.Unlock()
+	if !fault {
+		// Outside the lock: a script that takes its time (a test's hook)
+		// holds up its own call, not the others.
+		rep = s.script(c)
+	}
 
 	if rep.Delay > 0 {
 		select {
@@ -268,7 +283,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", rep.RetryAfter)
 		}
 		w.WriteHeader(rep.Status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": fmt.Sprintf("scripted %d", rep.Status), "type": "server_error"}})
+		msg := fmt.Sprintf("scripted %d", rep.Status)
+		if s.ErrorMessage != "" {
+			msg = s.ErrorMessage
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "server_error"}})
 		return
 	}
 	content := rep.Content
@@ -290,10 +309,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"function": map[string]any{"name": req.Tools[0].Function.Name, "arguments": content}}}
 	}
 	prompt := (len(c.System) + len(c.User)) / 4
+	var usage any = map[string]any{"prompt_tokens": prompt, "completion_tokens": len(content) / 4, "total_tokens": prompt + len(content)/4}
+	if rep.Usage != nil {
+		usage = rep.Usage
+	}
+	finish := rep.FinishReason
+	if finish == "" {
+		finish = "stop"
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-fake", "object": "chat.completion", "created": time.Now().Unix(), "model": c.Model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "stop"}},
-		"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": len(content) / 4, "total_tokens": prompt + len(content)/4},
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   usage,
 	})
 }
 
