@@ -57,12 +57,12 @@ func (e usageError) Unwrap() error { return e.err }
 // Main runs the command line with args (without the program name) and
 // returns the exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fields: cliFields}
+	a := &app{ctx: ctx, stdin: stdin, stdout: &escaper{w: stdout}, stderr: &escaper{w: stderr}, fields: cliFields}
 	root := a.rootCommand()
 	root.SetArgs(negativeArgs(root, args))
 	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK

@@ -77,7 +77,7 @@ and role of the caller's API key.`,
 			}
 			ctx, stop := signal.NotifyContext(a.ctx, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			err = srv.Run(ctx, &stdioTransport{in: a.stdin, out: a.stdout, maxLine: maxMCPMessage})
+			err = srv.Run(ctx, &stdioTransport{in: a.stdin, out: raw(a.stdout), maxLine: maxMCPMessage})
 			if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil // the client hung up, or we were told to stop
 			}

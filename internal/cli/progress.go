@@ -27,7 +27,7 @@ func (p *phases) update(phase string, done, total int) {
 	}
 	if phase != p.phase {
 		p.finish()
-		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.a.stderr), progressbar.OptionSetDescription(phase),
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(raw(p.a.stderr)), progressbar.OptionSetDescription(phase),
 			progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
 		p.phase = phase
 	}

@@ -140,7 +140,7 @@ With --json, one line per commit is printed to standard output:
 					a.printJSONLine(map[string]any{"committed": total, "line": line})
 				}
 			case isTerminal(a.stderr):
-				bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(a.stderr), progressbar.OptionShowBytes(true),
+				bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(raw(a.stderr)), progressbar.OptionShowBytes(true),
 					progressbar.OptionSetDescription("importing"), progressbar.OptionClearOnFinish())
 				in = io.TeeReader(in, bar)
 			default:
@@ -172,6 +172,6 @@ func (a *app) printJSONLine(v any) {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := raw(w).(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
