@@ -38,8 +38,16 @@ type Extraction struct {
 	// what they said, so forgetting any of them deletes it too.
 	ContextEpisodes []string `json:"context_episodes,omitempty"`
 	Subjects        []string `json:"subjects,omitempty"`
-	Prompt          string   `json:"prompt"`
-	RawOutput       string   `json:"raw_output"`
+	// ShownFacts are the ids of the fact rows whose values the prompt
+	// showed: forgetting what deletes any of them (the episode that alone
+	// supported it, its subject) deletes this record, which holds a copy
+	// of the value.
+	ShownFacts []int64 `json:"shown_facts,omitempty"`
+	Prompt     string  `json:"prompt"`
+	RawOutput  string  `json:"raw_output"`
+	// RawOutputCut is set when the model's answer was longer than
+	// MaxRecordText: RawOutput holds its beginning.
+	RawOutputCut bool `json:"raw_output_cut,omitempty"`
 	// Cached is set when the answer was not asked of the model but taken
 	// from an earlier record of the same prompt (CachedFrom).
 	Cached     bool   `json:"cached,omitempty"`
@@ -65,6 +73,21 @@ type Extraction struct {
 	// again.
 	GaveUp bool `json:"gave_up,omitempty"`
 }
+
+// Bounds of an extraction record: the texts a model answers are kept for
+// inspection, not without limit.
+const (
+	MaxRecordText = 1 << 20 // bytes of the prompt, and of the raw output
+	MaxRecordList = 1024    // candidates, rejections, warnings
+)
+
+// MaxTokenCount bounds a count of tokens a store keeps or sums: a
+// record's and a day's sums saturate there instead of wrapping.
+const MaxTokenCount = 1 << 50
+
+// MaxHold bounds how long the immediate path may hold an episode's queue
+// entry back from the workers (AddEpisodeToExtract).
+const MaxHold = 24 * time.Hour
 
 // Extraction statuses.
 const (
@@ -153,7 +176,11 @@ type Extractions interface {
 	// transaction, at one transaction time. A candidate the ledger refuses
 	// (a conflict, a value the schema in force no longer takes) is moved to
 	// the record's Rejected and nothing of it is written; the others are.
-	// It returns the record as stored, with outcomes and fact ids. NotFound
+	// In the same transaction, a record that ends the episode's extraction
+	// (usable, or gave up) clears its queue entry (but one that asks for
+	// it again), and a failed one makes the entry due now: an entry held
+	// for the immediate path goes only when its record is there. It
+	// returns the record as stored, with outcomes and fact ids. NotFound
 	// when the episode does not exist.
 	CommitExtraction(ctx context.Context, x ExtractionCommit) (Extraction, error)
 	// Extractions lists the records of an episode, oldest first (NotFound
@@ -176,6 +203,9 @@ type QueuedExtraction struct {
 	EpisodeID string    `json:"episode_id"`
 	Again     bool      `json:"again,omitempty"` // extract even if extracted already
 	QueuedAt  time.Time `json:"queued_at"`
+	// DueAt is when the dispatcher may hand it to the workers: QueuedAt,
+	// or later for an episode the immediate path is extracting (held).
+	DueAt time.Time `json:"due_at"`
 }
 
 // Budget is a tenant's token budget: what extraction may spend per UTC
@@ -197,16 +227,21 @@ type ExtractionQueue interface {
 	// AddEpisodeToExtract captures e as AddEpisode does and, in the same
 	// transaction, queues it for extraction; an identical episode captured
 	// before is queued again only when it has no usable extraction record.
-	// queued reports whether it was queued.
-	AddEpisodeToExtract(ctx context.Context, e Episode) (out Episode, queued bool, err error)
-	// QueueExtraction queues stored episodes of tenant for extraction;
-	// again: even those extracted already (their unchanged prompts are
-	// answered from their records). NotFound names an unknown episode, and
-	// then none is queued.
+	// queued reports whether it was queued. hold > 0 is the immediate
+	// path's: the caller extracts the episode now, and the entry is due to
+	// the workers only after hold (at most MaxHold), in case the caller
+	// dies first; the record's commit clears it (CommitExtraction).
+	AddEpisodeToExtract(ctx context.Context, e Episode, hold time.Duration) (out Episode, queued bool, err error)
+	// QueueExtraction queues stored episodes of tenant for extraction,
+	// due now (an entry held for the immediate path is given back to the
+	// workers); again: even those extracted already (their unchanged
+	// prompts are answered from their records). NotFound names an unknown
+	// episode, and then none is queued.
 	QueueExtraction(ctx context.Context, tenant string, episodeIDs []string, again bool) error
 	// QueuedExtractions lists up to limit queued episodes of every tenant,
-	// oldest first: the dispatcher's, store-wide.
-	QueuedExtractions(ctx context.Context, limit int) ([]QueuedExtraction, error)
+	// the earliest due first: the dispatcher's, store-wide. dueOnly: only
+	// those due now.
+	QueuedExtractions(ctx context.Context, limit int, dueOnly bool) ([]QueuedExtraction, error)
 	// DequeueExtractions removes dispatched entries, each only if it is
 	// still as listed (an episode queued again meanwhile stays).
 	DequeueExtractions(ctx context.Context, q []QueuedExtraction) error

@@ -165,6 +165,9 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 	}
 	for _, sub := range in.Subjects {
 		rec.Subjects = append(rec.Subjects, sub.ID)
+		for _, f := range sub.Facts {
+			rec.ShownFacts = append(rec.ShownFacts, f.ID)
+		}
 	}
 	if len(ep.Content) > MaxEpisodeChars {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("the episode is %d bytes; the model was shown the first %d", len(ep.Content), MaxEpisodeChars))
@@ -189,7 +192,10 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 		resp, err := x.model.Complete(ctx, llm.Request{System: res.Prompt.System, User: res.Prompt.User, SchemaName: SchemaName, Schema: res.Prompt.Schema})
 		rec.Latency = time.Since(start)
 		rec.TokensIn, rec.TokensOut, rec.Calls = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.Attempts
-		rec.RawOutput = resp.Raw
+		if resp.Usage.Estimated {
+			rec.Warnings = append(rec.Warnings, "the model server's token count was missing or more than it could have spent: sgam's estimate is counted")
+		}
+		rec.RawOutput, rec.RawOutputCut = resp.Raw, resp.RawCut
 		if err != nil {
 			rec.Error = err.Error()
 			return x.fail(ctx, res, rec, opts, err)
@@ -213,7 +219,7 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 		res.Record = rec
 		return res, nil
 	}
-	stored, err := x.store.CommitExtraction(ctx, sgam.ExtractionCommit{Record: rec, Writes: out.Writes})
+	stored, err := x.commit(ctx, sgam.ExtractionCommit{Record: rec, Writes: out.Writes})
 	if err != nil {
 		return res, err
 	}
@@ -221,16 +227,48 @@ func (x *Extractor) Extract(ctx context.Context, tenant, episodeID string, opts 
 	return res, nil
 }
 
+// commitTimeout bounds the commit of an attempt's record.
+const commitTimeout = time.Minute
+
+// commit commits an attempt whose answer is in hand (or whose failure is
+// known) under a deadline of its own: a deadline of the attempt's that
+// passed during the model call must not lose what the call cost.
+func (x *Extractor) commit(ctx context.Context, c sgam.ExtractionCommit) (sgam.Extraction, error) {
+	c.Record = keepable(c.Record)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	return x.store.CommitExtraction(cctx, c)
+}
+
+// keepable cuts a record's texts to what a record keeps, and marks them
+// so: an answer too long to keep is still recorded, with what it cost.
+func keepable(rec sgam.Extraction) sgam.Extraction {
+	if n := len(rec.RawOutput); n > sgam.MaxRecordText {
+		rec.RawOutput, rec.RawOutputCut = llm.CutText(rec.RawOutput, sgam.MaxRecordText), true
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("the model's answer is %d bytes; the record keeps the first %d", n, len(rec.RawOutput)))
+	}
+	if n := len(rec.Prompt); n > sgam.MaxRecordText {
+		rec.Prompt = llm.CutText(rec.Prompt, sgam.MaxRecordText)
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("the prompt is %d bytes; the record keeps the first %d", n, len(rec.Prompt)))
+	}
+	if len(rec.Warnings) > sgam.MaxRecordList {
+		rec.Warnings = rec.Warnings[:sgam.MaxRecordList]
+	}
+	return rec
+}
+
 // fail stores the record of a failed attempt (but for a dry run) and
-// returns cause.
+// returns cause. An attempt whose context was cancelled (a shutdown, an
+// interrupt) is no failure to record: it is given back, losing nothing;
+// one whose deadline passed (a job's timeout, the immediate path's) is a
+// failed attempt like any other, with what it cost.
 func (x *Extractor) fail(ctx context.Context, res Result, rec sgam.Extraction, opts Options, cause error) (Result, error) {
 	rec.GaveUp = opts.LastAttempt || !Retryable(cause)
 	res.Record = rec
-	if opts.DryRun || ctx.Err() != nil {
-		// An interrupted attempt (a shutdown) is no failure to record.
+	if opts.DryRun || errors.Is(ctx.Err(), context.Canceled) {
 		return res, cause
 	}
-	stored, err := x.store.CommitExtraction(ctx, sgam.ExtractionCommit{Record: rec})
+	stored, err := x.commit(ctx, sgam.ExtractionCommit{Record: rec})
 	if err != nil {
 		return res, errors.Join(cause, err)
 	}

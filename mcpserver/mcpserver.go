@@ -491,7 +491,7 @@ func (t *tools) observe(ctx context.Context, _ *mcp.CallToolRequest, in ObserveI
 		h.Write([]byte{0})
 	}
 	ep, queued, err := t.cfg.Store.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: t.cfg.Tenant, Session: in.Session, Kind: t.cfg.EpisodeKind,
-		Content: in.Text, Subjects: in.Subjects, IdempotencyKey: "mcp-" + hex.EncodeToString(h.Sum(nil))[:32]})
+		Content: in.Text, Subjects: in.Subjects, IdempotencyKey: "mcp-" + hex.EncodeToString(h.Sum(nil))[:32]}, 0)
 	if err != nil {
 		return nil, ObserveOutput{}, sgam.RenameField(err, "content", "text") // the store names an episode's fields, a tool its arguments
 	}

@@ -425,7 +425,7 @@ func TestObserve(t *testing.T) {
 	e, err := st.Episode(ctx, "acme", id)
 	require.NoError(t, err)
 	require.Equal(t, []string{"mira"}, e.Subjects)
-	q, err := st.QueuedExtractions(ctx, 10)
+	q, err := st.QueuedExtractions(ctx, 10, false)
 	require.NoError(t, err)
 	require.Len(t, q, 1)
 	require.Equal(t, "acme", q[0].Tenant)

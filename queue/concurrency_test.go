@@ -65,7 +65,7 @@ func TestConcurrentWorkersMatchOneInOrder(t *testing.T) {
 	require.NoError(t, q.Start(ctx))
 	var refs []queue.Ref
 	for _, e := range eps {
-		_, _, err := four.AddEpisodeToExtract(ctx, e)
+		_, _, err := four.AddEpisodeToExtract(ctx, e, 0)
 		require.NoError(t, err)
 		refs = append(refs, queue.Ref{Tenant: "acme", EpisodeID: e.ID})
 	}
@@ -122,7 +122,7 @@ func TestBudgetDefers(t *testing.T) {
 	var acme, other []queue.Ref
 	for i := range 10 {
 		for _, tenant := range []string{"acme", "globex"} {
-			e, _, err := st.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: tenant, ID: fmt.Sprintf("e%d", i), Content: fmt.Sprintf("p%d lives in c%d.", i, i)})
+			e, _, err := st.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: tenant, ID: fmt.Sprintf("e%d", i), Content: fmt.Sprintf("p%d lives in c%d.", i, i)}, 0)
 			require.NoError(t, err)
 			ref := queue.Ref{Tenant: tenant, EpisodeID: e.ID}
 			if tenant == "acme" {

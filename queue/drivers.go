@@ -15,17 +15,23 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/store/sqlite"
 )
 
-// SQLitePath is the file of the queue of the SQLite ledger at ledger.
-func SQLitePath(ledger string) string { return ledger + ".queue" }
+// SQLitePath is the file of the queue of the SQLite ledger at ledger
+// (the ledger's store deletes a forgotten episode's job rows in it, and
+// compacts it: sqlite.QueuePath).
+func SQLitePath(ledger string) string { return sqlite.QueuePath(ledger) }
 
 // OpenSQLite opens (creating and migrating if needed) the queue of the
 // SQLite ledger at ledgerPath: River's tables in SQLitePath(ledgerPath),
 // so that River's polling never holds the ledger's write lock. Several
 // processes may open it at once.
 func OpenSQLite(ctx context.Context, ledgerPath string, store Store, x *extract.Extractor, cfg Config) (*Queue, error) {
-	cfg = cfg.withDefaults()
+	cfg, err := cfg.withDefaults(x.Model())
+	if err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	// Every transaction takes the write lock when it begins, so that two
 	// processes wait for each other (busy_timeout) instead of failing
@@ -62,7 +68,10 @@ func OpenSQLite(ctx context.Context, ledgerPath string, store Store, x *extract.
 // tables in the same database, migrated if needed, shared by every
 // process on it.
 func OpenPostgres(ctx context.Context, dsn string, store Store, x *extract.Extractor, cfg Config) (*Queue, error) {
-	cfg = cfg.withDefaults()
+	cfg, err := cfg.withDefaults(x.Model())
+	if err != nil {
+		return nil, err
+	}
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open the queue: %w", err)

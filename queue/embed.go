@@ -174,9 +174,9 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 		return river.JobCancel(err)
 	}
 	permanent := func(err error) error {
-		log.Error("sgam queue: embedding failed; the job ends, and is inserted again after a pause", "error", err, "pause", embedPause)
+		log.Error("sgam queue: embedding failed; the job ends, and is inserted again after a pause", "error", safeText(err), "pause", embedPause)
 		q.embed.pause(embedPause)
-		return river.JobCancel(err)
+		return river.JobCancel(jobError(err))
 	}
 	skipped := map[[2]string]bool{}
 	stored, fruitless := 0, 0
@@ -189,7 +189,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 			if ctx.Err() != nil {
 				return river.JobSnooze(0)
 			}
-			return err
+			return jobError(err)
 		}
 		todo := eps[:0]
 		for _, ep := range eps {
@@ -206,7 +206,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 		case ctx.Err() != nil:
 			return river.JobSnooze(0)
 		case retryable(err):
-			return err
+			return jobError(err)
 		default:
 			return permanent(err)
 		}
@@ -214,7 +214,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 		for i, ep := range todo {
 			if vecs[i] == nil {
 				skipped[[2]string{ep.Tenant, ep.ID}] = true
-				log.Warn("sgam queue: the embeddings server refuses an episode; it stays without a vector", "tenant", ep.Tenant, "episode_id", ep.ID, "error", refused[i])
+				log.Warn("sgam queue: the embeddings server refuses an episode; it stays without a vector", "tenant", ep.Tenant, "episode_id", ep.ID, "error", safeText(refused[i]))
 				continue
 			}
 			vs = append(vs, sgam.EpisodeVector{Tenant: ep.Tenant, EpisodeID: ep.ID, Vector: vecs[i], RecordedAt: ep.RecordedAt})
@@ -227,7 +227,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 		case sgam.ErrorCode(err) == sgam.Invalid:
 			return permanent(err) // another dimension than the stored vectors'
 		default:
-			return err
+			return jobError(err)
 		}
 		stored += n
 		// A batch of which nothing is kept was forgotten meanwhile (it is
@@ -262,7 +262,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 			if ctx.Err() != nil {
 				return river.JobSnooze(0)
 			}
-			return err
+			return jobError(err)
 		}
 		q.embed.mu.Lock()
 		q.embed.dropped = model

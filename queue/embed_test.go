@@ -110,7 +110,7 @@ func TestEmbedJob(t *testing.T) {
 	since := time.Now().Add(-time.Second)
 	var refs []queue.Ref
 	for i := range 40 {
-		e, _, err := st.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: tenants[i%2], ID: fmt.Sprintf("e%03d", i), Content: fmt.Sprintf("p%03d lives in c%03d.", i, i)})
+		e, _, err := st.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: tenants[i%2], ID: fmt.Sprintf("e%03d", i), Content: fmt.Sprintf("p%03d lives in c%03d.", i, i)}, 0)
 		require.NoError(t, err)
 		refs = append(refs, queue.Ref{Tenant: e.Tenant, EpisodeID: e.ID})
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -67,11 +68,16 @@ type Config struct {
 	// MaxAttempts bounds the attempts of a job (default 6): a job that
 	// fails them all is failed, visible, and retried only on request.
 	MaxAttempts int
-	// JobTimeout bounds one attempt (default 10m: a model call has its own
-	// timeouts and retries inside it).
+	// JobTimeout bounds one attempt. A model call has its own timeouts
+	// and retries inside it, so it may not be shorter than the model's
+	// worst case (llm.Model.WorstCase), or it would cut off calls the
+	// client would have finished, each paid for; default that worst case
+	// and the Margin (10m without a model). An attempt it cuts off counts,
+	// and leaves a failed record with what it cost.
 	JobTimeout time.Duration
 	// RescueAfter is how long a job may stay running before River takes it
-	// for a job whose worker died (default 15m; more than JobTimeout).
+	// for a job whose worker died: more than JobTimeout (default 15m, or
+	// JobTimeout and 5m when that is longer).
 	RescueAfter time.Duration
 	// PollInterval is how often idle workers look for jobs, and the
 	// dispatcher for queued episodes (default 1s).
@@ -87,15 +93,47 @@ type Config struct {
 	Embedder llm.Embedder
 }
 
-func (c Config) withDefaults() Config {
+// DefaultJobTimeout is the job timeout for a model whose worst case is
+// worst: that, and the Margin.
+func DefaultJobTimeout(worst time.Duration) time.Duration { return worst + Margin(worst) }
+
+// Margin is the time a job (or an immediate extraction) is given for the
+// store beyond its model's worst case: a tenth of it, at least 5s and at
+// most a minute. (The commit of a record that has an answer runs under
+// its own deadline, extract.Extractor's, whatever the job's.)
+func Margin(worst time.Duration) time.Duration { return min(max(worst/10, 5*time.Second), time.Minute) }
+
+// DefaultRescueAfter is the rescue delay for a job timeout.
+func DefaultRescueAfter(jobTimeout time.Duration) time.Duration {
+	return max(15*time.Minute, jobTimeout+5*time.Minute)
+}
+
+// withDefaults fills in the defaults for the extractor's model (nil:
+// none) and checks the timeouts against it. Its errors name the field
+// (job_timeout, rescue_after).
+func (c Config) withDefaults(m llm.Model) (Config, error) {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 6
 	}
+	// Without a model, the only jobs that run are the embedding job's,
+	// which go on from where a timeout cut them.
+	worst, timeout := time.Duration(0), 10*time.Minute
+	if m != nil {
+		worst = m.WorstCase()
+		timeout = DefaultJobTimeout(worst)
+	}
 	if c.JobTimeout <= 0 {
-		c.JobTimeout = 10 * time.Minute
+		c.JobTimeout = timeout
+	}
+	if c.JobTimeout < worst {
+		return c, sgam.Errorf(sgam.Invalid, "job_timeout", "%s is shorter than the model client's worst case, %s (its attempts, each to its timeout, and the waits between them): "+
+			"it would cut off calls the client would finish; give it at least that, or lower the model's timeout or attempts", c.JobTimeout, worst)
 	}
 	if c.RescueAfter <= 0 {
-		c.RescueAfter = max(15*time.Minute, c.JobTimeout+time.Minute)
+		c.RescueAfter = DefaultRescueAfter(c.JobTimeout)
+	}
+	if c.RescueAfter <= c.JobTimeout {
+		return c, sgam.Errorf(sgam.Invalid, "rescue_after", "%s is not longer than a job's timeout, %s: a job still running would be taken for one whose worker died, and run twice", c.RescueAfter, c.JobTimeout)
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
@@ -106,7 +144,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return c
+	return c, nil
 }
 
 // Store is what a Queue needs of a store.
@@ -137,6 +175,9 @@ type Queue struct {
 	mu      sync.Mutex
 	stop    context.CancelFunc
 	stopped chan struct{}
+	// stopping is set once Stop begins: a job whose context ends then is
+	// given back, not failed.
+	stopping atomic.Bool
 
 	embed embedState
 }
@@ -191,6 +232,7 @@ func (q *Queue) Start(ctx context.Context) error {
 // until ctx ends to finish; then they are cancelled, and released for
 // another worker (snoozed, losing no attempt). It closes the queue.
 func (q *Queue) Stop(ctx context.Context) error {
+	q.stopping.Store(true)
 	q.mu.Lock()
 	stop, stopped := q.stop, q.stopped
 	q.mu.Unlock()
@@ -238,7 +280,7 @@ func (q *Queue) dispatchLoop(ctx context.Context) {
 // crash between insert and dequeue) is one unique job while it has not
 // ended, and a later duplicate skips an episode extracted already.
 func (q *Queue) dispatch(ctx context.Context) (int, error) {
-	queued, err := q.store.QueuedExtractions(ctx, dispatchBatch)
+	queued, err := q.store.QueuedExtractions(ctx, dispatchBatch, true)
 	if err != nil || len(queued) == 0 {
 		return 0, err
 	}
@@ -267,9 +309,11 @@ type worker struct {
 
 // Work extracts one episode. A spent budget (the Extractor checks it
 // before it asks the model), no model, or a shutdown snooze the job (no
-// attempt lost); a model failure that a retry may mend returns the error
-// (River retries with backoff); one that no retry mends, or the last
-// attempt's, fails the job for good.
+// attempt lost); a model failure that a retry may mend, the job's own
+// timeout among them, returns the error (River counts the attempt and
+// retries with backoff); one that no retry mends, or the last attempt's,
+// fails the job for good. What River keeps of an error is its kind alone
+// (jobError): the extraction record, which forget deletes, has the rest.
 func (w *worker) Work(ctx context.Context, job *river.Job[ExtractArgs]) error {
 	a := job.Args
 	q := w.q
@@ -285,12 +329,12 @@ func (w *worker) Work(ctx context.Context, job *river.Job[ExtractArgs]) error {
 		return nil // forgotten meanwhile: nothing to extract
 	case errors.As(err, new(*extract.BudgetError)):
 		return river.JobSnooze(q.cfg.BudgetRecheck)
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && q.stopping.Load():
 		return river.JobSnooze(0) // shutting down: another worker takes it
 	case !extract.Retryable(err):
-		return river.JobCancel(err)
+		return river.JobCancel(jobError(err))
 	}
-	return err
+	return jobError(err)
 }
 
 // Status counts extraction jobs by state.
@@ -305,7 +349,7 @@ type Status struct {
 // Status counts the jobs of every tenant (tenant empty) or of one.
 func (q *Queue) Status(ctx context.Context, tenant string) (Status, error) {
 	var st Status
-	queued, err := q.store.QueuedExtractions(ctx, 10000)
+	queued, err := q.store.QueuedExtractions(ctx, 10000, false)
 	if err != nil {
 		return st, err
 	}

@@ -51,7 +51,7 @@ func TestQueueSQLite(t *testing.T) {
 	for i := range 100 {
 		tenant := []string{"acme", "globex"}[i%2]
 		e, queued, err := st.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: tenant, ID: fmt.Sprintf("e%03d", i), Session: fmt.Sprintf("s%d", i%10),
-			Content: fmt.Sprintf("p%03d lives in c%03d.", i, i)})
+			Content: fmt.Sprintf("p%03d lives in c%03d.", i, i)}, 0)
 		require.NoError(t, err)
 		require.True(t, queued)
 		refs = append(refs, queue.Ref{Tenant: tenant, EpisodeID: e.ID})

@@ -38,16 +38,28 @@ type ErrorDetail struct {
 	Message string    `json:"message"`
 }
 
+// writeError answers err (see errorResponse).
 func writeError(w http.ResponseWriter, err error) {
+	st, body := errorResponse(err)
+	if body.Error.Code == sgam.Unauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sgam"`)
+	}
+	writeJSON(w, st, body)
+}
+
+// errorResponse is the one mapping of an error to its answer: a body over
+// the limit (413) or cut off by the read timeout (408) is the client's
+// doing, a deadline that passed is unavailable (503), and an internal
+// error (500, the only status the server logs as an error) shows callers
+// nothing of its details.
+func errorResponse(err error) (int, ErrorBody) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		writeJSON(w, http.StatusRequestEntityTooLarge, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "body",
-			Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}})
-		return
+		return http.StatusRequestEntityTooLarge, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "body",
+			Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}}
 	}
 	if errors.Is(err, errSlowBody) {
-		writeJSON(w, http.StatusRequestTimeout, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "body", Message: errSlowBody.Message}})
-		return
+		return http.StatusRequestTimeout, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "body", Message: errSlowBody.Message}}
 	}
 	code := sgam.ErrorCode(err)
 	if code == sgam.Internal && errors.Is(err, context.DeadlineExceeded) {
@@ -58,10 +70,7 @@ func writeError(w http.ResponseWriter, err error) {
 	if code == sgam.Internal {
 		body.Error.Message = "internal error" // details go to the log, not to callers
 	}
-	if code == sgam.Unauthenticated {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="sgam"`)
-	}
-	writeJSON(w, status[code], body)
+	return status[code], body
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -261,38 +262,47 @@ func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (a
 	case ExtractNone:
 		out.Episode, err = s.cfg.Store.AddEpisode(r.Context(), e)
 	case ExtractBackground:
-		out.Episode, out.Queued, err = s.cfg.Store.AddEpisodeToExtract(r.Context(), e)
+		out.Episode, out.Queued, err = s.cfg.Store.AddEpisodeToExtract(r.Context(), e, 0)
 	case ExtractNow:
-		if s.cfg.Extractor == nil || s.cfg.Extractor.Model() == nil {
+		if s.now == nil {
 			return nil, sgam.Errorf(sgam.Invalid, "extract", `"now" needs a model, and this server has none configured; use "background" or "none"`)
 		}
-		if out.Episode, err = s.cfg.Store.AddEpisode(r.Context(), e); err != nil {
-			return nil, err
-		}
-		// The capture stands whatever the model does: a failed extraction
-		// is answered in the record (status failed, its error), not as an
-		// error of the request.
-		res, xerr := s.cfg.Extractor.Extract(r.Context(), c.tenant, out.Episode.ID, extract.Options{})
-		var be *extract.BudgetError
-		if errors.As(xerr, &be) {
-			// The episode is captured; its extraction is queued, and waits
-			// there for the budget like any job's.
-			if err := s.cfg.Store.QueueExtraction(r.Context(), c.tenant, []string{out.Episode.ID}, false); err != nil {
-				return nil, err
-			}
-			return nil, &sgam.Error{Code: sgam.Unavailable, Field: "extract", Message: "episode " + out.Episode.ID +
-				" was captured and not extracted now: " + be.Error() + "; it is queued, and the extraction workers extract it once the budget allows"}
-		}
-		if xerr != nil && res.Record.ID == "" {
-			return nil, xerr
-		}
-		rec := res.Record
-		out.Extraction = &rec
+		return s.extractNow(r, e)
 	default:
 		return nil, sgam.Errorf(sgam.Invalid, "extract", "%q is none of background, now, none", req.Extract)
 	}
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// extractNow captures e with its place in the queue and extracts it
+// before answering: 200 with the record (whose status may be failed: the
+// capture stands whatever the model does), or, when the extraction
+// outlives the request (a model slower than the server's timeout, a
+// client that went away), 202 with the episode queued: it goes on, and
+// the workers extract the episode if it does not finish.
+func (s *Server) extractNow(r *http.Request, e sgam.Episode) (any, error) {
+	// Answer before the request's own deadline cuts it off.
+	ctx := r.Context()
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-min(time.Second, time.Until(dl)/10)))
+		defer cancel()
+	}
+	res, err := s.now.Extract(ctx, e)
+	var be *extract.BudgetError
+	if errors.As(err, &be) {
+		return nil, &sgam.Error{Code: sgam.Unavailable, Field: "extract", Message: "episode " + res.Episode.ID +
+			" was captured and not extracted now: " + be.Error() + "; it is queued, and the extraction workers extract it once the budget allows"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := EpisodeResponse{Episode: res.Episode, Queued: res.Queued, Extraction: res.Record}
+	if res.Record == nil {
+		return withStatus{http.StatusAccepted, out}, nil
 	}
 	return out, nil
 }

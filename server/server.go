@@ -18,6 +18,7 @@ import (
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/inspector"
 	"github.com/sgam-dev/sgam/recall"
 )
@@ -25,8 +26,9 @@ import (
 // Config configures a Server.
 type Config struct {
 	Store sgam.Store
-	// Extractor extracts episodes posted with "extract": "now"; nil (or
-	// one without a model) makes "none" the default.
+	// Extractor extracts episodes posted with "extract": "now" (the
+	// immediate path: ingest.Immediate, ended by Close); nil (or one
+	// without a model) makes "none" the default.
 	Extractor *extract.Extractor
 	// Recaller answers POST /v1/recall; nil makes one over Store on Clock.
 	Recaller *recall.Recaller
@@ -69,6 +71,7 @@ type Server struct {
 	limits  *limiters
 	keys    *keyCache // nil: off
 	metrics *Metrics
+	now     *ingest.Immediate // nil: no model
 }
 
 // New returns the API's handler.
@@ -109,6 +112,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
 		params: map[string][]string{}, limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: cfg.Metrics}
 	s.metrics.watch(cfg.Store)
+	if cfg.Extractor != nil && cfg.Extractor.Model() != nil {
+		s.now = ingest.NewImmediate(cfg.Store, cfg.Extractor, 0)
+	}
 	s.register()
 	ui, err := inspector.New(inspector.Config{Store: cfg.Store, Recaller: cfg.Recaller, Dev: cfg.Dev, DevTenant: cfg.DevTenant,
 		Clock: cfg.Clock, Logger: cfg.Logger, Allow: s.limits.allow, Authenticate: func(ctx context.Context, token string) (inspector.Caller, error) {
@@ -122,6 +128,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Close ends the server's immediate extractions that outlived their
+// requests: they get until ctx ends to finish, then give their episodes to
+// the extraction workers. Call it after the HTTP server has shut down.
+func (s *Server) Close(ctx context.Context) {
+	if s.now != nil {
+		s.now.Close(ctx)
+	}
+}
+
 // caller is who a request acts as.
 type caller struct {
 	tenant string
@@ -130,8 +145,14 @@ type caller struct {
 }
 
 // handler is a route's work: it returns the value to encode (status 200,
-// or the status it sets with created) or an error.
+// or a withStatus) or an error.
 type handler func(w http.ResponseWriter, r *http.Request, c caller) (any, error)
+
+// withStatus is an answer sent with a status other than 200.
+type withStatus struct {
+	code int
+	body any
+}
 
 // route registers pattern, needing role need ("": no key at all) and
 // taking the query parameters params (any other is refused).
@@ -149,11 +170,15 @@ func (s *Server) route(pattern string, need apikey.Role, h handler, params ...st
 			v, err = h(w, r, c)
 		}
 		if err != nil {
-			if sgam.ErrorCode(err) == sgam.Internal && !errors.Is(err, context.DeadlineExceeded) { // the caller only sees "internal error"
+			if st, _ := errorResponse(err); st == http.StatusInternalServerError { // the caller only sees "internal error"
 				s.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
 					slog.String("route", pattern), slog.String("error", err.Error()))
 			}
 			writeError(w, err)
+			return
+		}
+		if ws, ok := v.(withStatus); ok {
+			writeJSON(w, ws.code, ws.body)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)

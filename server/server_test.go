@@ -111,6 +111,9 @@ func newEnvWith(t *testing.T, open opener, clock sgam.Clock, configure func(*ser
 	}
 	h, err := server.New(cfg)
 	require.NoError(t, err)
+	// Before the store closes: immediate extractions that outlived their
+	// requests end first.
+	t.Cleanup(func() { h.Close(context.Background()) })
 	e.srv = h
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
@@ -329,6 +332,10 @@ func testBadInput(t *testing.T, open opener) {
 	eps, err := e.store.Episodes(context.Background(), sgam.EpisodeQuery{Tenant: "acme"})
 	require.NoError(t, err)
 	require.Empty(t, eps, "nothing half-written")
+	// Bad input is the client's fault: no line of the log calls it an
+	// internal error (a body over the limit did).
+	require.NotContains(t, e.logs.String(), `"level":"ERROR"`)
+	require.NotContains(t, e.logs.String(), "internal error")
 }
 
 func (e *env) requireNoKeysInLogs() {

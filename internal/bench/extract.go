@@ -252,7 +252,7 @@ func Extract(ctx context.Context, opts ExtractOptions) (ExtractResult, error) {
 		var refs []queue.Ref
 		for j := range opts.ThroughputEpisodes {
 			e := benchEpisode(opts.Episodes + j)
-			if _, _, err := big.AddEpisodeToExtract(ctx, e); err != nil {
+			if _, _, err := big.AddEpisodeToExtract(ctx, e, 0); err != nil {
 				q.Stop(ctx)
 				return res, err
 			}

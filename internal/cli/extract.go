@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/queue"
 	"github.com/sgam-dev/sgam/recall"
@@ -21,13 +23,20 @@ import (
 
 // llmFlags are the model flags of a command that extracts. The API key
 // comes only from the environment or a file, never from a flag.
-type llmFlags struct{ baseURL, model, mode string }
+type llmFlags struct {
+	baseURL, model, mode string
+	timeout              time.Duration
+	attempts, maxTokens  int
+}
 
 func (f *llmFlags) add(c *cobra.Command) {
 	fs := c.Flags()
 	fs.StringVar(&f.baseURL, "llm-base-url", "", "the model server's OpenAI-compatible API root, with its /v1 ($"+llm.EnvBaseURL+")")
 	fs.StringVar(&f.model, "llm-model", "", "the model's name ($"+llm.EnvModel+")")
 	fs.StringVar(&f.mode, "llm-mode", "", "how to ask for JSON: json_schema (default), json_object or tools ($"+llm.EnvMode+")")
+	fs.DurationVar(&f.timeout, "llm-timeout", 0, "timeout of one model request (default 120s; $"+llm.EnvTimeout+")")
+	fs.IntVar(&f.attempts, "llm-attempts", 0, "attempts of one model request, retrying 429, 5xx and timeouts (default 4; $"+llm.EnvAttempts+")")
+	fs.IntVar(&f.maxTokens, "llm-max-tokens", 0, fmt.Sprintf("max_tokens of an answer (default %d; $%s)", llm.DefaultMaxTokens, llm.EnvMaxTokens))
 }
 
 // modelHelp is how to configure a model, for errors and help texts.
@@ -50,6 +59,23 @@ func (f *llmFlags) get() (llm.Model, error) {
 			return nil, sgam.Errorf(sgam.Invalid, "--llm-mode", "%v", err)
 		}
 	}
+	switch {
+	case f.timeout < 0 || f.timeout > llm.MaxTimeout:
+		return nil, sgam.Errorf(sgam.Invalid, "--llm-timeout", "must be between 1ms and %s, not %s", llm.MaxTimeout, f.timeout)
+	case f.attempts < 0 || f.attempts > llm.MaxAttemptsLimit:
+		return nil, sgam.Errorf(sgam.Invalid, "--llm-attempts", "must be between 1 and %d, not %d", llm.MaxAttemptsLimit, f.attempts)
+	case f.maxTokens < 0 || f.maxTokens > llm.MaxMaxTokens:
+		return nil, sgam.Errorf(sgam.Invalid, "--llm-max-tokens", "must be between 1 and %d, not %d", llm.MaxMaxTokens, f.maxTokens)
+	}
+	if f.timeout > 0 {
+		cfg.Timeout = f.timeout
+	}
+	if f.attempts > 0 {
+		cfg.MaxAttempts = f.attempts
+	}
+	if f.maxTokens > 0 {
+		cfg.MaxTokens = f.maxTokens
+	}
 	if !ok {
 		return nil, nil
 	}
@@ -61,6 +87,12 @@ func (f *llmFlags) get() (llm.Model, error) {
 			field = "--llm-model"
 		case strings.ContainsAny(cfg.APIKey, "\r\n"):
 			field = llm.EnvAPIKey
+		case cfg.Timeout > llm.MaxTimeout:
+			field = llm.EnvTimeout
+		case cfg.MaxAttempts > llm.MaxAttemptsLimit:
+			field = llm.EnvAttempts
+		case cfg.MaxTokens > llm.MaxMaxTokens:
+			field = llm.EnvMaxTokens
 		}
 		return nil, sgam.Errorf(sgam.Invalid, field, "%v", err)
 	}
@@ -81,6 +113,7 @@ func (f *llmFlags) need() (llm.Model, error) {
 type queueFlags struct {
 	workers       int
 	grace         time.Duration
+	jobTimeout    time.Duration
 	rescueAfter   time.Duration
 	budgetRecheck time.Duration
 	maxAttempts   int
@@ -90,7 +123,8 @@ func (f *queueFlags) add(c *cobra.Command, workers int) {
 	fs := c.Flags()
 	fs.IntVar(&f.workers, "workers", workers, "extractions run at once by this process (0: none)")
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on shutdown, how long in-flight extractions may take to finish before they are released")
-	fs.DurationVar(&f.rescueAfter, "rescue-after", 15*time.Minute, "a job running this long is taken for one whose worker died, and run again (more than a job's 10m timeout)")
+	fs.DurationVar(&f.jobTimeout, "job-timeout", 0, "bound of one attempt of a job, at least the model's worst case: --llm-attempts × --llm-timeout and a minute's wait between them (default that, and a tenth of it between 5s and 1m)")
+	fs.DurationVar(&f.rescueAfter, "rescue-after", 0, "a job running this long is taken for one whose worker died, and run again; more than --job-timeout (default 15m, or --job-timeout and 5m when longer)")
 	fs.DurationVar(&f.budgetRecheck, "budget-recheck", time.Minute, "how long a job of a tenant whose token budget is spent waits before it looks again")
 	fs.IntVar(&f.maxAttempts, "max-attempts", 6, "attempts of a job before it fails for good")
 }
@@ -99,8 +133,10 @@ func (f *queueFlags) check() error {
 	switch {
 	case f.workers < 0 || f.workers > 1024:
 		return sgam.Errorf(sgam.Invalid, "--workers", "must be between 0 and 1024, not %d", f.workers)
-	case f.rescueAfter < time.Second:
-		return sgam.Errorf(sgam.Invalid, "--rescue-after", "must be at least 1s")
+	case f.jobTimeout < 0:
+		return sgam.Errorf(sgam.Invalid, "--job-timeout", "must not be negative")
+	case f.rescueAfter < 0:
+		return sgam.Errorf(sgam.Invalid, "--rescue-after", "must not be negative")
 	case f.budgetRecheck < 10*time.Millisecond:
 		return sgam.Errorf(sgam.Invalid, "--budget-recheck", "must be at least 10ms")
 	case f.maxAttempts < 1 || f.maxAttempts > 100:
@@ -110,14 +146,12 @@ func (f *queueFlags) check() error {
 }
 
 // openQueue opens the queue of --db over s with the model m (may be nil).
+// A --job-timeout shorter than the model's worst case, or a
+// --rescue-after not longer than the job timeout, is refused.
 func (a *app) openQueue(s sgam.Store, m llm.Model, qf queueFlags) (*queue.Queue, error) {
-	cfg := queue.Config{Workers: qf.workers, PollInterval: 200 * time.Millisecond, RescueAfter: qf.rescueAfter,
+	cfg := queue.Config{Workers: qf.workers, PollInterval: 200 * time.Millisecond, JobTimeout: qf.jobTimeout, RescueAfter: qf.rescueAfter,
 		BudgetRecheck: qf.budgetRecheck, MaxAttempts: qf.maxAttempts,
 		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if qf.rescueAfter < 10*time.Minute {
-		// A short rescue (tests, fast local models) bounds a job by it.
-		cfg.JobTimeout = qf.rescueAfter / 2
-	}
 	emb, err := a.embedder()
 	if err != nil {
 		return nil, err
@@ -125,7 +159,8 @@ func (a *app) openQueue(s sgam.Store, m llm.Model, qf queueFlags) (*queue.Queue,
 	if emb != nil {
 		cfg.Embedder = emb
 	}
-	return queue.Open(a.ctx, a.db, s, extract.New(s, m), cfg)
+	q, err := queue.Open(a.ctx, a.db, s, extract.New(s, m), cfg)
+	return q, sgam.RenameField(sgam.RenameField(err, "job_timeout", "--job-timeout"), "rescue_after", "--rescue-after")
 }
 
 // stopQueue stops q, giving in-flight extractions grace to finish.
@@ -201,7 +236,15 @@ func (a *app) rememberCommand() *cobra.Command {
 process: one model call proposes updates, the schema and the ledger decide
 what is stored. Prints the facts written and the candidates rejected, with
 their reasons. For what the next turn of an agent depends on; ordinary turns
-go through 'sgam ingest' and the background workers.`,
+go through 'sgam ingest' and the background workers.
+
+The episode is captured with its place in the extraction queue, held back
+from the workers while this process extracts it. If the extraction does
+not commit (the model fails in a way a retry may mend, the command is
+interrupted or killed), the workers ('sgam worker', 'sgam serve') extract
+it: at once when this process could say so, else once the hold passes
+(the model's worst case and two margins of a tenth of it, each between 5s
+and a minute). Exit 1 when the extraction failed.`,
 		Example: `  sgam remember "Mira: my passport renewal deadline is July 15." --subject mira`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -216,18 +259,33 @@ go through 'sgam ingest' and the background workers.`,
 			}
 			defer s.Close()
 			e.Tenant, e.Content = a.tenant, args[0]
-			stored, err := s.AddEpisode(a.ctx, e)
+			now := ingest.NewImmediate(s, extract.New(s, m), 1)
+			res, err := now.Extract(a.ctx, e)
+			// Interrupted, Close gives the episode to the workers at once.
+			now.Close(a.ctx)
+			if be := (*extract.BudgetError)(nil); errors.As(err, &be) {
+				return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%v; episode %s is captured and queued: the extraction workers extract it once the budget allows", be, res.Episode.ID)}
+			}
 			if err != nil {
 				return err
 			}
-			res, err := extract.New(s, m).Extract(a.ctx, a.tenant, stored.ID, extract.Options{})
-			if err != nil {
-				return err
+			if res.Record == nil {
+				fmt.Fprintf(a.stderr, "sgam: interrupted: episode %s is captured and queued; the extraction workers extract it\n", res.Episode.ID)
+				return exitError{code: ExitFailure}
 			}
 			if a.jsonOut {
-				return a.printJSON(res.Record)
+				if err := a.printJSON(res.Record); err != nil {
+					return err
+				}
+			} else {
+				a.printExtraction(*res.Record, res.Skipped)
 			}
-			a.printExtraction(res.Record, res.Skipped)
+			if res.Record.Status == sgam.ExtractionFailed {
+				if res.Queued {
+					fmt.Fprintf(a.stderr, "sgam: the extraction of episode %s failed; it is queued, and the extraction workers try again\n", res.Episode.ID)
+				}
+				return exitError{code: ExitFailure}
+			}
 			return nil
 		},
 	}

@@ -211,7 +211,7 @@ func (a *app) capture(s sgam.Store, r io.Reader, extract bool, since time.Time) 
 		queued := false
 		if perr == nil {
 			if extract {
-				stored, queued, perr = s.AddEpisodeToExtract(a.ctx, e)
+				stored, queued, perr = s.AddEpisodeToExtract(a.ctx, e, 0)
 			} else {
 				stored, perr = s.AddEpisode(a.ctx, e)
 			}

@@ -89,9 +89,14 @@ func startWorker(t *testing.T, db string, args ...string) *exec.Cmd {
 	return startWorkerWith(t, db, "2s", args...)
 }
 
+// fastModel are the flags of a model that answers within a second, once,
+// and of a job timeout that fits it: short enough for a rescue of 2s.
+var fastModel = []string{"--llm-timeout", "1s", "--llm-attempts", "1", "--job-timeout", "1500ms"}
+
 func startWorkerWith(t *testing.T, db, rescueAfter string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"--db", db, "--tenant", "acme", "worker", "--rescue-after", rescueAfter, "--grace", "1s"}, args...)...)
+	base := append([]string{"--db", db, "--tenant", "acme", "worker", "--rescue-after", rescueAfter, "--grace", "1s"}, fastModel...)
+	cmd := exec.Command(os.Args[0], append(base, args...)...)
 	cmd.Env = append(os.Environ(), "SGAM_CLI_CHILD=1")
 	logs := &syncBuffer{}
 	cmd.Stderr = logs
@@ -334,7 +339,7 @@ func TestWorkerShutdownReleases(t *testing.T) {
 			time.Sleep(5 * time.Second) // slower than the worker's grace
 		})
 	})
-	w1 := exec.Command(os.Args[0], "--db", db, "--tenant", "acme", "worker", "--workers", "1", "--grace", "500ms", "--rescue-after", "10m")
+	w1 := exec.Command(os.Args[0], "--db", db, "--tenant", "acme", "worker", "--workers", "1", "--grace", "500ms", "--rescue-after", "10m", "--llm-timeout", "10s", "--llm-attempts", "1")
 	w1.Env = append(os.Environ(), "SGAM_CLI_CHILD=1")
 	logs := &syncBuffer{}
 	w1.Stderr = logs

@@ -153,7 +153,13 @@ capture works and nothing is extracted.`,
 			log.Info("shutting down: finishing requests in flight")
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
+			err = srv.Shutdown(sctx)
+			// Immediate extractions that outlived their requests get the
+			// grace too; the rest go to the workers.
+			gctx, gcancel := context.WithTimeout(context.Background(), qf.grace)
+			h.Close(gctx)
+			gcancel()
+			if err != nil {
 				return fmt.Errorf("shutdown: %w", err)
 			}
 			if err := <-done; !errors.Is(err, http.ErrServerClosed) {

@@ -14,6 +14,7 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -23,6 +24,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -270,4 +272,39 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Dump returns what pg_dump writes of the schema of url (a URL from URL):
+// its tables and every live row, as a backup of the database would hold
+// them.
+func Dump(t testing.TB, u string) string {
+	t.Helper()
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatalf("dump: %v", err)
+	}
+	schema, _, _ := strings.Cut(parsed.Query().Get("search_path"), ",")
+	// The server's own version, beside its initdb (which may be a link).
+	pgDump := "pg_dump"
+	if bin, err := findBin(); err == nil {
+		if initdb, err := filepath.EvalSymlinks(filepath.Join(bin, "initdb")); err == nil {
+			if p := filepath.Join(filepath.Dir(initdb), "pg_dump"); fileExists(p) {
+				pgDump = p
+			}
+		}
+	}
+	out, err := exec.Command(pgDump, "--schema="+schema, "--no-owner", "-d", Admin(t)).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("pg_dump: %v: %s", err, ee.Stderr)
+		}
+		t.Fatalf("pg_dump: %v", err)
+	}
+	return string(out)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -72,8 +72,9 @@ func (s *db) ExtractionByPrompt(ctx context.Context, tenant, digest string) (x s
 func (s *db) TokensSpent(ctx context.Context, tenant string, since int64) (int, error) {
 	var n int64
 	err := s.read(ctx, tenant, "sum tokens", func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, `SELECT coalesce(sum(tokens), 0) FROM extractions WHERE tenant_id = $1 AND recorded_at >= $2`,
-			tenant, sgam.FromMicros(since)).Scan(&n)
+		// sum(bigint) is numeric, which cannot overflow: the sum saturates.
+		return tx.QueryRow(ctx, `SELECT least(coalesce(sum(tokens), 0), $3)::bigint FROM extractions WHERE tenant_id = $1 AND recorded_at >= $2`,
+			tenant, sgam.FromMicros(since), sgam.MaxTokenCount).Scan(&n)
 	})
 	return int(n), err
 }
@@ -97,10 +98,21 @@ func (t *tx) Extracted(tenant, id string) (bool, error) {
 }
 
 // QueueExtraction implements engine.Tx.
-func (t *tx) QueueExtraction(tenant string, ids []string, again bool, at int64) error {
-	_, err := t.exec("queue extraction", `INSERT INTO extract_queue (tenant_id, episode_id, again, queued_at) SELECT $1, id, $3, $4 FROM unnest($2::text[]) AS id
-		ON CONFLICT (tenant_id, episode_id) DO UPDATE SET again = extract_queue.again OR excluded.again, queued_at = excluded.queued_at`,
-		tenant, ids, again, sgam.FromMicros(at))
+func (t *tx) QueueExtraction(tenant string, ids []string, again bool, at, due int64) error {
+	_, err := t.exec("queue extraction", `INSERT INTO extract_queue (tenant_id, episode_id, again, queued_at, due_at) SELECT $1, id, $3, $4, $5 FROM unnest($2::text[]) AS id
+		ON CONFLICT (tenant_id, episode_id) DO UPDATE SET again = extract_queue.again OR excluded.again, queued_at = excluded.queued_at, due_at = excluded.due_at`,
+		tenant, ids, again, sgam.FromMicros(at), sgam.FromMicros(due))
+	return err
+}
+
+// SettleQueued implements engine.Tx.
+func (t *tx) SettleQueued(tenant, id string, ended bool, at int64) error {
+	if ended {
+		_, err := t.exec("settle queued extraction", `DELETE FROM extract_queue WHERE tenant_id = $1 AND episode_id = $2 AND NOT again`, tenant, id)
+		return err
+	}
+	_, err := t.exec("settle queued extraction", `UPDATE extract_queue SET due_at = $3 WHERE tenant_id = $1 AND episode_id = $2 AND due_at > $3`,
+		tenant, id, sgam.FromMicros(at))
 	return err
 }
 
@@ -127,17 +139,18 @@ func (t *tx) SetBudget(tenant string, tokensPerDay int) error {
 }
 
 // QueuedExtractions implements engine.Reader.
-func (s *db) QueuedExtractions(ctx context.Context, limit int) ([]sgam.QueuedExtraction, error) {
+func (s *db) QueuedExtractions(ctx context.Context, limit int, dueBy int64) ([]sgam.QueuedExtraction, error) {
 	var out []sgam.QueuedExtraction
 	err := s.read(ctx, "", "list queued extractions", func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT tenant_id, episode_id, again, queued_at FROM extract_queue ORDER BY queued_at, tenant_id, episode_id LIMIT $1`, limit)
+		rows, err := tx.Query(ctx, `SELECT tenant_id, episode_id, again, queued_at, due_at FROM extract_queue WHERE due_at <= $1
+			ORDER BY due_at, tenant_id, episode_id LIMIT $2`, sgam.FromMicros(dueBy), limit)
 		if err != nil {
 			return err
 		}
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sgam.QueuedExtraction, error) {
 			var q sgam.QueuedExtraction
-			err := r.Scan(&q.Tenant, &q.EpisodeID, &q.Again, &q.QueuedAt)
-			q.QueuedAt = q.QueuedAt.UTC()
+			err := r.Scan(&q.Tenant, &q.EpisodeID, &q.Again, &q.QueuedAt, &q.DueAt)
+			q.QueuedAt, q.DueAt = q.QueuedAt.UTC(), q.DueAt.UTC()
 			return q, err
 		})
 		return err

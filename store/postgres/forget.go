@@ -151,8 +151,10 @@ func (t *tx) ForgetTenant(tenant string) (engine.Deleted, error) {
 	if rows, err = t.query(`DELETE FROM episodes WHERE tenant_id = $1 RETURNING episode_id`, tenant); err != nil {
 		return d, err
 	}
-	d.EpisodeIDs, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	return d, err
+	if d.EpisodeIDs, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return d, err
+	}
+	return d, t.deleteJobs(tenant, nil, true)
 }
 
 // episodesCitingSQL lists the rows that cite any of a tenant's episodes
@@ -356,13 +358,17 @@ func (t *tx) DeleteEpisodes(tenant string, ids []string) ([]string, error) {
 
 // DeleteShowing implements engine.Tx. It reads every extraction record of
 // the tenant: forgetting is rare, and no index knows what a prompt showed.
-func (t *tx) DeleteShowing(tenant string, episodes, subjects []string) error {
-	if len(episodes) == 0 && len(subjects) == 0 {
+func (t *tx) DeleteShowing(tenant string, episodes, subjects []string, facts []int64) error {
+	if len(episodes) == 0 && len(subjects) == 0 && len(facts) == 0 {
 		return nil
 	}
+	// The fact ids are numbers, which ?| (text elements) does not match.
 	_, err := t.exec("forget extraction records", `DELETE FROM extractions WHERE tenant_id = $1 AND (
 		coalesce(record::jsonb -> 'context_episodes', '[]') ?| $2::text[]
-		OR coalesce(record::jsonb -> 'subjects', '[]') ?| $3::text[])`, tenant, append([]string{}, episodes...), append([]string{}, subjects...))
+		OR coalesce(record::jsonb -> 'subjects', '[]') ?| $3::text[]
+		OR EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(record::jsonb -> 'shown_facts', '[]')) AS f(id)
+			WHERE (f.id #>> '{}')::bigint = ANY($4::bigint[])))`,
+		tenant, append([]string{}, episodes...), append([]string{}, subjects...), append([]int64{}, facts...))
 	return err
 }
 
@@ -451,7 +457,9 @@ func (s *db) Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error
 	return out, err
 }
 
-// Compact implements engine.Reader: VACUUM every table of sgam, so that
+// Compact implements engine.Reader: delete the extraction queue's job rows
+// whose episode is gone (jobs.go), then VACUUM every table of sgam and the
+// queue's job table, so that
 // the space of deleted tuples is marked reusable (and the pages at the end
 // of a table are returned to the file system). The bytes of deleted rows
 // stay in their pages until new rows overwrite them; only VACUUM FULL,
@@ -459,12 +467,20 @@ func (s *db) Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error
 // (docs/lifecycle.md). A table the connecting role does not own is skipped
 // by PostgreSQL with a warning.
 func (s *db) Compact(ctx context.Context) error {
+	tables := []string{"pending", "evidence", "facts", "extractions", "episodes", "audit"}
+	queue, err := s.sweepJobs(ctx)
+	if err != nil {
+		return mapErr(fmt.Errorf("compact: %w", err))
+	}
+	if queue {
+		tables = append(tables, "river_job")
+	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return mapErr(fmt.Errorf("compact: %w", err))
 	}
 	defer c.Release()
-	for _, table := range []string{"pending", "evidence", "facts", "extractions", "episodes", "audit"} {
+	for _, table := range tables {
 		// VACUUM runs outside a transaction: the simple protocol sends it alone.
 		if _, err := c.Conn().PgConn().Exec(ctx, "VACUUM "+table).ReadAll(); err != nil {
 			return mapErr(fmt.Errorf("compact: vacuum %s: %w", table, err))

@@ -50,7 +50,10 @@ func (s *db) ExtractionByPrompt(ctx context.Context, tenant, digest string) (sga
 // TokensSpent implements engine.Reader.
 func (s *db) TokensSpent(ctx context.Context, tenant string, since int64) (int, error) {
 	var n int
-	err := s.queryRow(ctx, `SELECT coalesce(sum(tokens), 0) FROM extractions WHERE tenant = ? AND recorded_at >= ?`, tenant, since).Scan(&n)
+	// total() is a float, which cannot overflow as sum() would: the sum
+	// saturates instead.
+	err := s.queryRow(ctx, `SELECT CAST(min(total(tokens), ?) AS INTEGER) FROM extractions WHERE tenant = ? AND recorded_at >= ?`,
+		sgam.MaxTokenCount, tenant, since).Scan(&n)
 	if err != nil {
 		return 0, mapErr(fmt.Errorf("sum tokens: %w", err))
 	}
@@ -82,15 +85,25 @@ func (t *tx) Extracted(tenant, id string) (bool, error) {
 }
 
 // QueueExtraction implements engine.Tx.
-func (t *tx) QueueExtraction(tenant string, ids []string, again bool, at int64) error {
+func (t *tx) QueueExtraction(tenant string, ids []string, again bool, at, due int64) error {
 	for _, id := range ids {
-		if _, err := t.exec("queue extraction", `INSERT INTO extract_queue (tenant, episode_id, again, queued_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (tenant, episode_id) DO UPDATE SET again = max(again, excluded.again), queued_at = excluded.queued_at`,
-			tenant, id, again, at); err != nil {
+		if _, err := t.exec("queue extraction", `INSERT INTO extract_queue (tenant, episode_id, again, queued_at, due_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, episode_id) DO UPDATE SET again = max(again, excluded.again), queued_at = excluded.queued_at, due_at = excluded.due_at`,
+			tenant, id, again, at, due); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// SettleQueued implements engine.Tx.
+func (t *tx) SettleQueued(tenant, id string, ended bool, at int64) error {
+	if ended {
+		_, err := t.exec("settle queued extraction", `DELETE FROM extract_queue WHERE tenant = ? AND episode_id = ? AND NOT again`, tenant, id)
+		return err
+	}
+	_, err := t.exec("settle queued extraction", `UPDATE extract_queue SET due_at = ? WHERE tenant = ? AND episode_id = ? AND due_at > ?`, at, tenant, id, at)
+	return err
 }
 
 // Dequeue implements engine.Tx.
@@ -116,8 +129,9 @@ func (t *tx) SetBudget(tenant string, tokensPerDay int) error {
 }
 
 // QueuedExtractions implements engine.Reader.
-func (s *db) QueuedExtractions(ctx context.Context, limit int) ([]sgam.QueuedExtraction, error) {
-	rows, err := s.query(ctx, `SELECT tenant, episode_id, again, queued_at FROM extract_queue ORDER BY queued_at, tenant, episode_id LIMIT ?`, limit)
+func (s *db) QueuedExtractions(ctx context.Context, limit int, dueBy int64) ([]sgam.QueuedExtraction, error) {
+	rows, err := s.query(ctx, `SELECT tenant, episode_id, again, queued_at, due_at FROM extract_queue WHERE due_at <= ?
+		ORDER BY due_at, tenant, episode_id LIMIT ?`, dueBy, limit)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list queued extractions: %w", err))
 	}
@@ -125,11 +139,11 @@ func (s *db) QueuedExtractions(ctx context.Context, limit int) ([]sgam.QueuedExt
 	out := []sgam.QueuedExtraction{}
 	for rows.Next() {
 		var q sgam.QueuedExtraction
-		var at int64
-		if err := rows.Scan(&q.Tenant, &q.EpisodeID, &q.Again, &at); err != nil {
+		var at, due int64
+		if err := rows.Scan(&q.Tenant, &q.EpisodeID, &q.Again, &at, &due); err != nil {
 			return nil, mapErr(fmt.Errorf("list queued extractions: %w", err))
 		}
-		q.QueuedAt = sgam.FromMicros(at)
+		q.QueuedAt, q.DueAt = sgam.FromMicros(at), sgam.FromMicros(due)
 		out = append(out, q)
 	}
 	return out, mapErr(rows.Err())

@@ -156,6 +156,7 @@ func (t *tx) ForgetTenant(tenant string) (engine.Deleted, error) {
 	}
 	d.Pending = int(n)
 	d.EpisodeIDs, err = queryColumn[string](t, "forget tenant", `DELETE FROM episodes WHERE tenant = ? RETURNING episode_id`, tenant)
+	t.jobs = append(t.jobs, jobsGone{tenant: tenant, all: true})
 	return d, err
 }
 
@@ -329,14 +330,15 @@ func (t *tx) DeleteEpisodes(tenant string, ids []string) ([]string, error) {
 
 // DeleteShowing implements engine.Tx. It reads every extraction record of
 // the tenant: forgetting is rare, and no index knows what a prompt showed.
-func (t *tx) DeleteShowing(tenant string, episodes, subjects []string) error {
-	if len(episodes) == 0 && len(subjects) == 0 {
+func (t *tx) DeleteShowing(tenant string, episodes, subjects []string, facts []int64) error {
+	if len(episodes) == 0 && len(subjects) == 0 && len(facts) == 0 {
 		return nil
 	}
 	_, err := t.exec("forget extraction records", `DELETE FROM extractions WHERE tenant = ?1 AND (
 		EXISTS (SELECT 1 FROM json_each(record, '$.context_episodes') WHERE value IN (SELECT value FROM json_each(?2)))
-		OR EXISTS (SELECT 1 FROM json_each(record, '$.subjects') WHERE value IN (SELECT value FROM json_each(?3))))`,
-		tenant, jsonList(episodes), jsonList(subjects))
+		OR EXISTS (SELECT 1 FROM json_each(record, '$.subjects') WHERE value IN (SELECT value FROM json_each(?3)))
+		OR EXISTS (SELECT 1 FROM json_each(record, '$.shown_facts') WHERE value IN (SELECT value FROM json_each(?4))))`,
+		tenant, jsonList(episodes), jsonList(subjects), jsonList(facts))
 	return err
 }
 
@@ -450,5 +452,8 @@ func (s *db) Compact(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, `VACUUM`); err != nil {
 		return mapErr(fmt.Errorf("compact: vacuum: %w", err))
 	}
-	return checkpoint()
+	if err := checkpoint(); err != nil {
+		return err
+	}
+	return s.compactQueue(ctx)
 }

@@ -89,7 +89,11 @@ func (s *db) writeOnly(ctx context.Context, fn func(*tx) error) error {
 	if err := fn(t); err != nil {
 		return mapErr(err)
 	}
-	return mapErr(t.commit())
+	if err := t.commit(); err != nil {
+		return mapErr(err)
+	}
+	s.forgetJobs(ctx, t.jobs)
+	return nil
 }
 
 // OpenConns reports the connections the store holds open (for metrics).

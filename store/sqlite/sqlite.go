@@ -332,6 +332,8 @@ type tx struct {
 	// (forget, expiry) drops the whole cache instead.
 	keys     []sgam.Key
 	deleting bool
+	// jobs are the queue's job rows to delete once committed (jobs.go).
+	jobs []jobsGone
 }
 
 var _ engine.Tx = (*tx)(nil)

@@ -216,13 +216,13 @@ func runExtractionQueue(t *testing.T, newStore Factory) {
 	b.tick("2026-06-01T09:00:00Z")
 	add := func(tenant, id, content string) bool {
 		t.Helper()
-		_, queued, err := b.store.AddEpisodeToExtract(b.ctx, sgam.Episode{Tenant: tenant, ID: id, Content: content, OccurredAt: b.at("2026-06-01T08:00:00Z")})
+		_, queued, err := b.store.AddEpisodeToExtract(b.ctx, sgam.Episode{Tenant: tenant, ID: id, Content: content, OccurredAt: b.at("2026-06-01T08:00:00Z")}, 0)
 		require.NoError(t, err)
 		return queued
 	}
 	queued := func() []string {
 		t.Helper()
-		q, err := b.store.QueuedExtractions(b.ctx, 100)
+		q, err := b.store.QueuedExtractions(b.ctx, 100, true)
 		require.NoError(t, err)
 		var out []string
 		for _, e := range q {
@@ -235,17 +235,17 @@ func runExtractionQueue(t *testing.T, newStore Factory) {
 	require.True(t, add(tenantB, "e1", "one"))
 	require.True(t, add(tenantA, "e1", "one"), "a repeat of an episode never extracted is queued (again)")
 	require.Equal(t, []string{"acme/e1 again=false", "globex/e1 again=false"}, queued(), "one entry per episode, oldest first")
-	_, _, err := b.store.AddEpisodeToExtract(b.ctx, sgam.Episode{Tenant: tenantA, ID: "e1", Content: "other"})
+	_, _, err := b.store.AddEpisodeToExtract(b.ctx, sgam.Episode{Tenant: tenantA, ID: "e1", Content: "other"}, 0)
 	requireCode(t, err, sgam.Conflict, "episode_id")
 
 	// Dequeue removes what was listed; an entry queued again since stays.
-	list, err := b.store.QueuedExtractions(b.ctx, 100)
+	list, err := b.store.QueuedExtractions(b.ctx, 100, true)
 	require.NoError(t, err)
 	b.tick("2026-06-01T09:00:02Z")
 	require.NoError(t, b.store.QueueExtraction(b.ctx, tenantA, []string{"e1"}, true))
 	require.NoError(t, b.store.DequeueExtractions(b.ctx, list))
 	require.Equal(t, []string{"acme/e1 again=true"}, queued())
-	q, err := b.store.QueuedExtractions(b.ctx, 100)
+	q, err := b.store.QueuedExtractions(b.ctx, 100, true)
 	require.NoError(t, err)
 	require.NoError(t, b.store.DequeueExtractions(b.ctx, q))
 	require.Empty(t, queued())
@@ -260,7 +260,7 @@ func runExtractionQueue(t *testing.T, newStore Factory) {
 	require.Empty(t, queued(), "nothing queued when one id is unknown")
 	err = b.store.QueueExtraction(b.ctx, tenantA, []string{""}, true)
 	requireCode(t, err, sgam.Invalid, "episode_ids[0]")
-	_, err = b.store.QueuedExtractions(b.ctx, 0)
+	_, err = b.store.QueuedExtractions(b.ctx, 0, false)
 	requireCode(t, err, sgam.Invalid, "limit")
 
 	// Entries go with their episode.
@@ -291,6 +291,152 @@ func runExtractionQueue(t *testing.T, newStore Factory) {
 	require.NoError(t, err)
 	require.Zero(t, bud.TokensPerDay)
 	requireCode(t, b.store.SetBudget(b.ctx, tenantA, -1), sgam.Invalid, "tokens_per_day")
+	b.requireClean()
+}
+
+// runExtractionHold: an entry of the immediate path is held back from the
+// workers until its hold passes, and settled by the commit of its record:
+// a record that ends the extraction clears it (but an entry that asks for
+// the episode again), a failed one gives it to the workers at once.
+func runExtractionHold(t *testing.T, newStore Factory) {
+	b := setup(t, newStore)
+	b.tick("2026-06-01T09:00:00Z")
+	hold := func(tenant, id string) {
+		t.Helper()
+		_, queued, err := b.store.AddEpisodeToExtract(b.ctx, sgam.Episode{Tenant: tenant, ID: id, Content: "text of " + id, OccurredAt: b.at("2026-06-01T08:00:00Z")}, 10*time.Minute)
+		require.NoError(t, err)
+		require.True(t, queued)
+	}
+	list := func(dueOnly bool) []string {
+		t.Helper()
+		q, err := b.store.QueuedExtractions(b.ctx, 100, dueOnly)
+		require.NoError(t, err)
+		out := []string{}
+		for _, e := range q {
+			out = append(out, fmt.Sprintf("%s/%s due %s", e.Tenant, e.EpisodeID, sgam.FormatTime(e.DueAt)))
+		}
+		return out
+	}
+	commit := func(tenant, id string, rec sgam.Extraction) {
+		t.Helper()
+		rec.Tenant, rec.EpisodeID, rec.PromptDigest = tenant, id, "p-"+id
+		_, err := b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: rec})
+		require.NoError(t, err)
+	}
+	_, _, err := b.store.AddEpisodeToExtract(b.ctx, sgam.Episode{Tenant: tenantA, Content: "x"}, -time.Second)
+	requireCode(t, err, sgam.Invalid, "hold")
+	_, _, err = b.store.AddEpisodeToExtract(b.ctx, sgam.Episode{Tenant: tenantA, Content: "x"}, sgam.MaxHold+time.Second)
+	requireCode(t, err, sgam.Invalid, "hold")
+
+	hold(tenantA, "e1")
+	hold(tenantA, "e2")
+	hold(tenantB, "e3")
+	require.Equal(t, []string{"acme/e1 due 2026-06-01T09:10:00Z", "acme/e2 due 2026-06-01T09:10:00Z", "globex/e3 due 2026-06-01T09:10:00Z"}, list(false))
+	require.Empty(t, list(true), "held: not due to the workers")
+
+	// A usable record clears its entry, in its tenant only.
+	commit(tenantA, "e1", sgam.Extraction{})
+	// A failed attempt a retry may mend gives the episode to the workers now.
+	b.tick("2026-06-01T09:01:00Z")
+	commit(tenantA, "e2", sgam.Extraction{Error: "model server timed out"})
+	require.Equal(t, []string{"acme/e2 due 2026-06-01T09:01:00Z"}, list(true))
+	// One that gave up ends it.
+	commit(tenantA, "e2", sgam.Extraction{Error: "model server answered 400", GaveUp: true})
+	require.Equal(t, []string{"globex/e3 due 2026-06-01T09:10:00Z"}, list(false))
+
+	// Asking for the episode again is not settled by a record of an
+	// earlier request.
+	require.NoError(t, b.store.QueueExtraction(b.ctx, tenantB, []string{"e3"}, true))
+	commit(tenantB, "e3", sgam.Extraction{})
+	require.Equal(t, []string{"globex/e3 due 2026-06-01T09:01:00Z"}, list(true))
+
+	// QueueExtraction gives a held entry back to the workers at once.
+	hold(tenantA, "e4")
+	require.NoError(t, b.store.QueueExtraction(b.ctx, tenantA, []string{"e4"}, false))
+	require.Equal(t, []string{"acme/e4 due 2026-06-01T09:01:00Z", "globex/e3 due 2026-06-01T09:01:00Z"}, list(true))
+
+	// A hold passes: the workers get the entry of a process that died.
+	hold(tenantA, "e5")
+	require.NotContains(t, list(true), "acme/e5 due 2026-06-01T09:11:00Z")
+	b.tick("2026-06-01T09:11:00Z")
+	require.Contains(t, list(true), "acme/e5 due 2026-06-01T09:11:00Z")
+	b.requireClean()
+}
+
+// runTokenSums: a day's tokens saturate at sgam.MaxTokenCount, and a
+// record cannot claim more than that: a lying count can neither wrap a
+// tenant's budget nor break its reads.
+func runTokenSums(t *testing.T, newStore Factory) {
+	b := setup(t, newStore)
+	b.tick("2026-06-01T09:00:00Z")
+	_, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenantA, ID: "e1", Content: "one"})
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: sgam.Extraction{Tenant: tenantA, EpisodeID: "e1",
+			PromptDigest: fmt.Sprint("p", i), TokensIn: sgam.MaxTokenCount, TokensOut: sgam.MaxTokenCount}})
+		require.NoError(t, err)
+	}
+	_, err = b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: sgam.Extraction{Tenant: tenantA, EpisodeID: "e1", PromptDigest: "p", TokensIn: sgam.MaxTokenCount + 1}})
+	requireCode(t, err, sgam.Invalid, "tokens")
+	_, err = b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: sgam.Extraction{Tenant: tenantA, EpisodeID: "e1", PromptDigest: "p", TokensOut: -1}})
+	requireCode(t, err, sgam.Invalid, "tokens")
+	bud, err := b.store.Budget(b.ctx, tenantA)
+	require.NoError(t, err)
+	require.Equal(t, sgam.MaxTokenCount, bud.SpentToday, "saturated, not wrapped")
+	n, err := b.store.TokensSpent(b.ctx, tenantA, b.at("2026-06-01T00:00:00Z"))
+	require.NoError(t, err)
+	require.Equal(t, sgam.MaxTokenCount, n)
+	require.NoError(t, b.store.SetBudget(b.ctx, tenantA, 1000))
+	bud, err = b.store.Budget(b.ctx, tenantA)
+	require.NoError(t, err)
+	require.True(t, bud.Exhausted())
+	other, err := b.store.Budget(b.ctx, tenantB)
+	require.NoError(t, err)
+	require.Zero(t, other.SpentToday)
+}
+
+// runExtractionValuesForgotten: a record's prompt shows the values of the
+// subjects in play, which other episodes sourced; a forget that deletes
+// such a value (its only source forgotten) deletes every record that
+// showed it, whatever episode the record is of; a value another episode
+// still supports stays, and so do the records that showed it.
+func runExtractionValuesForgotten(t *testing.T, newStore Factory) {
+	b := setup(t, newStore)
+	ids := map[string]int64{}
+	for _, tenant := range []string{tenantA, tenantB} {
+		b.episode(tenant, "a1", "mira's passport is P123.", "2026-06-01T09:00:00Z")
+		b.episode(tenant, "a2", "mira's city is Oslo.", "2026-06-01T10:00:00Z")
+		b.episode(tenant, "a3", "mira says Oslo, still.", "2026-06-01T11:00:00Z")
+		b.episode(tenant, "b1", "mira says hi.", "2026-06-02T09:00:00Z")
+		b.episode(tenant, "b2", "mira says bye.", "2026-06-02T10:00:00Z")
+		p := b.assert(sgam.Key{Tenant: tenant, Subject: "mira", Attribute: "passport"}, "P123", "2026-06-01T09:00:00Z", "a1")
+		c := b.assert(sgam.Key{Tenant: tenant, Subject: "mira", Attribute: "city"}, "Oslo", "2026-06-01T10:00:00Z", "a2")
+		b.assert(sgam.Key{Tenant: tenant, Subject: "mira", Attribute: "city"}, "Oslo", "2026-06-01T10:00:00Z", "a3")
+		ids[tenant+"/passport"], ids[tenant+"/city"] = p.Fact.ID, c.Fact.ID
+	}
+	b.tick("2026-06-03T00:00:00Z")
+	for _, tenant := range []string{tenantA, tenantB} {
+		for ep, shown := range map[string][]int64{"b1": {ids[tenant+"/passport"]}, "b2": {ids[tenant+"/city"]}} {
+			_, err := b.store.CommitExtraction(b.ctx, sgam.ExtractionCommit{Record: sgam.Extraction{Tenant: tenant, EpisodeID: ep,
+				Model: "m", Mode: "json_schema", PromptDigest: "p-" + ep, Prompt: `mira: passport "P123", city "Oslo"`,
+				Subjects: []string{"mira"}, ShownFacts: shown}})
+			require.NoError(t, err)
+		}
+	}
+	records := func(tenant, ep string) int {
+		t.Helper()
+		xs, err := b.store.Extractions(b.ctx, tenant, ep)
+		require.NoError(t, err)
+		return len(xs)
+	}
+	_, err := b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantA, Episode: "a1"})
+	require.NoError(t, err)
+	require.Equal(t, 0, records(tenantA, "b1"), "b1's prompt showed P123, which only a1 said")
+	_, err = b.store.Forget(b.ctx, sgam.ForgetRequest{Tenant: tenantA, Episode: "a2"})
+	require.NoError(t, err)
+	require.Equal(t, 1, records(tenantA, "b2"), "Oslo stays, a3 says it too")
+	require.Equal(t, 1, records(tenantB, "b1"), "tenant B's records are its own")
+	require.Equal(t, 1, records(tenantB, "b2"))
 	b.requireClean()
 }
 

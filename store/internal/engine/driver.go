@@ -85,8 +85,8 @@ type Reader interface {
 	// at or after since.
 	TokensSpent(ctx context.Context, tenant string, since int64) (int, error)
 	// QueuedExtractions lists up to limit queued episodes of every
-	// tenant, oldest first.
-	QueuedExtractions(ctx context.Context, limit int) ([]sgam.QueuedExtraction, error)
+	// tenant due at dueBy or before, the earliest due first.
+	QueuedExtractions(ctx context.Context, limit int, dueBy int64) ([]sgam.QueuedExtraction, error)
 	// TokensPerDay is a tenant's budget, 0 when none is set.
 	TokensPerDay(ctx context.Context, tenant string) (int, error)
 
@@ -193,9 +193,15 @@ type EpisodeTx interface {
 	// Extracted reports whether an episode has a usable (not failed)
 	// extraction record.
 	Extracted(tenant, id string) (bool, error)
-	// QueueExtraction queues existing episodes at instant at (again or'ed
-	// into an entry already queued); the entries go when the episodes go.
-	QueueExtraction(tenant string, ids []string, again bool, at int64) error
+	// QueueExtraction queues existing episodes at instant at, due at due
+	// (again or'ed into an entry already queued, whose instants it sets);
+	// the entries go when the episodes go.
+	QueueExtraction(tenant string, ids []string, again bool, at, due int64) error
+	// SettleQueued settles an episode's queue entry when a record of its
+	// extraction commits at instant at: ended (the record is usable or gave
+	// up) deletes it unless it asks for the episode again; otherwise it
+	// is made due at at, if it was due later.
+	SettleQueued(tenant, id string, ended bool, at int64) error
 	// Dequeue deletes queue entries that are still as given (same
 	// queued_at).
 	Dequeue(q []sgam.QueuedExtraction) error
@@ -256,10 +262,15 @@ type ForgetTx interface {
 	// DeleteEpisodes deletes episodes and returns the ids deleted.
 	DeleteEpisodes(tenant string, ids []string) ([]string, error)
 	// DeleteShowing deletes the extraction records of a tenant that hold
-	// a copy of what any of episodes said (sgam.Extraction.ContextEpisodes)
-	// or of subjects' data (Subjects): the records of those episodes
-	// themselves go with them by a foreign key.
-	DeleteShowing(tenant string, episodes, subjects []string) error
+	// a copy of what any of episodes said (sgam.Extraction.ContextEpisodes),
+	// of subjects' data (Subjects) or of the values of fact rows (by id,
+	// ShownFacts): the records of those episodes themselves go with them
+	// by a foreign key.
+	DeleteShowing(tenant string, episodes, subjects []string, facts []int64) error
+	// ForgetJobs deletes the extraction queue's job rows (River's, which
+	// name an episode and outlive it) of episodes, with the forget or
+	// after it commits; ForgetTenant deletes a tenant's.
+	ForgetJobs(tenant string, episodes []string) error
 	// ExpiredEpisodes lists up to limit episodes of scope whose class
 	// (their own, else def) has a cutoff they are recorded at or before.
 	ExpiredEpisodes(scope ledger.Scope, cuts []ledger.Cutoff, def string, limit int) ([]ledger.EpisodeRef, error)

@@ -13,19 +13,22 @@ import (
 // AddEpisode implements sgam.Episodes.
 func (s *Store) AddEpisode(ctx context.Context, e sgam.Episode) (out sgam.Episode, err error) {
 	defer s.track("AddEpisode", s.start(), &err)
-	out, _, err = s.addEpisode(ctx, e, false)
+	out, _, err = s.addEpisode(ctx, e, false, 0)
 	return out, err
 }
 
 // AddEpisodeToExtract implements sgam.ExtractionQueue.
-func (s *Store) AddEpisodeToExtract(ctx context.Context, e sgam.Episode) (out sgam.Episode, queued bool, err error) {
+func (s *Store) AddEpisodeToExtract(ctx context.Context, e sgam.Episode, hold time.Duration) (out sgam.Episode, queued bool, err error) {
 	defer s.track("AddEpisodeToExtract", s.start(), &err)
-	return s.addEpisode(ctx, e, true)
+	if hold < 0 || hold > sgam.MaxHold {
+		return e, false, sgam.Errorf(sgam.Invalid, "hold", "must be between 0 and %s, not %s", sgam.MaxHold, hold)
+	}
+	return s.addEpisode(ctx, e, true, hold)
 }
 
 // addEpisode captures e and, when extract is set, queues it for
-// extraction in the same transaction.
-func (s *Store) addEpisode(ctx context.Context, e sgam.Episode, extract bool) (out sgam.Episode, queued bool, err error) {
+// extraction in the same transaction, due after hold.
+func (s *Store) addEpisode(ctx context.Context, e sgam.Episode, extract bool, hold time.Duration) (out sgam.Episode, queued bool, err error) {
 	explicitTime := !e.OccurredAt.IsZero()
 	if e, err = s.limits.CheckNewEpisode(e, s.now()); err != nil {
 		return e, false, err
@@ -58,7 +61,7 @@ func (s *Store) addEpisode(ctx context.Context, e sgam.Episode, extract bool) (o
 			return err
 		}
 		queued = true
-		return tx.QueueExtraction(out.Tenant, []string{out.ID}, false, now)
+		return tx.QueueExtraction(out.Tenant, []string{out.ID}, false, now, now+hold.Microseconds())
 	})
 	return out, queued, err
 }

@@ -11,13 +11,6 @@ import (
 	"github.com/sgam-dev/sgam/store/internal/ledger"
 )
 
-// Bounds of an extraction record: the texts a model answers are kept for
-// inspection, not without limit.
-const (
-	maxRecordText = 1 << 20 // prompt, raw output
-	maxRecordList = 1024    // candidates, warnings
-)
-
 // CommitExtraction implements sgam.Extractions.
 func (s *Store) CommitExtraction(ctx context.Context, x sgam.ExtractionCommit) (rec sgam.Extraction, err error) {
 	defer s.track("CommitExtraction", s.start(), &err)
@@ -74,7 +67,10 @@ func (s *Store) CommitExtraction(ctx context.Context, x sgam.ExtractionCommit) (
 				return err
 			}
 			stored = finish(rec, writes, results, now)
-			return tx.InsertExtraction(stored)
+			if err := tx.InsertExtraction(stored); err != nil {
+				return err
+			}
+			return tx.SettleQueued(stored.Tenant, stored.EpisodeID, stored.Status != sgam.ExtractionFailed || stored.GaveUp, now)
 		})
 		if err == nil {
 			return stored, nil
@@ -192,14 +188,14 @@ func checkRecord(rec sgam.Extraction, writes int) error {
 		return err
 	}
 	switch {
-	case len(rec.Prompt) > maxRecordText:
-		return sgam.Errorf(sgam.Invalid, "prompt", "is %d bytes; at most %d are kept", len(rec.Prompt), maxRecordText)
-	case len(rec.RawOutput) > maxRecordText:
-		return sgam.Errorf(sgam.Invalid, "raw_output", "is %d bytes; at most %d are kept", len(rec.RawOutput), maxRecordText)
-	case writes > maxRecordList || len(rec.Rejected) > maxRecordList || len(rec.Warnings) > maxRecordList:
-		return sgam.Errorf(sgam.Invalid, "candidates", "at most %d candidates, rejections and warnings each", maxRecordList)
-	case rec.TokensIn < 0 || rec.TokensOut < 0:
-		return sgam.Errorf(sgam.Invalid, "tokens", "must not be negative")
+	case len(rec.Prompt) > sgam.MaxRecordText:
+		return sgam.Errorf(sgam.Invalid, "prompt", "is %d bytes; at most %d are kept", len(rec.Prompt), sgam.MaxRecordText)
+	case len(rec.RawOutput) > sgam.MaxRecordText:
+		return sgam.Errorf(sgam.Invalid, "raw_output", "is %d bytes; at most %d are kept", len(rec.RawOutput), sgam.MaxRecordText)
+	case writes > sgam.MaxRecordList || len(rec.Rejected) > sgam.MaxRecordList || len(rec.Warnings) > sgam.MaxRecordList:
+		return sgam.Errorf(sgam.Invalid, "candidates", "at most %d candidates, rejections and warnings each", sgam.MaxRecordList)
+	case rec.TokensIn < 0 || rec.TokensOut < 0 || rec.TokensIn > sgam.MaxTokenCount || rec.TokensOut > sgam.MaxTokenCount:
+		return sgam.Errorf(sgam.Invalid, "tokens", "must be between 0 and %d", sgam.MaxTokenCount)
 	}
 	return nil
 }

@@ -35,7 +35,10 @@ func (s *Store) Forget(ctx context.Context, r sgam.ForgetRequest) (rc sgam.Recei
 				return err
 			}
 			deleted(&rc, d)
-			if err := tx.DeleteShowing(r.Tenant, d.EpisodeIDs, []string{r.Subject}); err != nil {
+			if err := tx.DeleteShowing(r.Tenant, d.EpisodeIDs, []string{r.Subject}, d.FactIDs); err != nil {
+				return err
+			}
+			if err := tx.ForgetJobs(r.Tenant, d.EpisodeIDs); err != nil {
 				return err
 			}
 		case sgam.ReceiptEpisode:
@@ -153,8 +156,16 @@ func (s *Store) forgetEpisodes(tx Tx, tenant string, ids []string, keep keepFunc
 		return err
 	}
 	// Other episodes' extraction records that showed these as context
-	// hold copies of what they said.
-	if err := tx.DeleteShowing(tenant, gone2, nil); err != nil {
+	// hold copies of what they said, and those that showed the values of
+	// the rows deleted hold copies of those values.
+	deadIDs := make([]int64, len(dead))
+	for i, d := range dead {
+		deadIDs[i] = d.ID
+	}
+	if err := tx.DeleteShowing(tenant, gone2, nil, deadIDs); err != nil {
+		return err
+	}
+	if err := tx.ForgetJobs(tenant, gone2); err != nil {
 		return err
 	}
 	rc.EpisodeIDs = append(rc.EpisodeIDs, gone2...)

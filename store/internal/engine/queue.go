@@ -43,17 +43,21 @@ func (s *Store) QueueExtraction(ctx context.Context, tenant string, ids []string
 		if err != nil {
 			return err
 		}
-		return tx.QueueExtraction(tenant, ids, again, now)
+		return tx.QueueExtraction(tenant, ids, again, now, now)
 	})
 }
 
 // QueuedExtractions implements sgam.ExtractionQueue.
-func (s *Store) QueuedExtractions(ctx context.Context, limit int) (out []sgam.QueuedExtraction, err error) {
+func (s *Store) QueuedExtractions(ctx context.Context, limit int, dueOnly bool) (out []sgam.QueuedExtraction, err error) {
 	defer s.track("QueuedExtractions", s.start(), &err)
 	if limit <= 0 || limit > maxQueueBatch {
 		return nil, sgam.Errorf(sgam.Invalid, "limit", "must be between 1 and %d, not %d", maxQueueBatch, limit)
 	}
-	return s.d.QueuedExtractions(ctx, limit)
+	dueBy := sgam.Micros(sgam.MaxTime())
+	if dueOnly {
+		dueBy = sgam.Micros(s.now())
+	}
+	return s.d.QueuedExtractions(ctx, limit, dueBy)
 }
 
 // DequeueExtractions implements sgam.ExtractionQueue.
@@ -94,5 +98,6 @@ func (s *Store) Budget(ctx context.Context, tenant string) (b sgam.Budget, err e
 		return b, err
 	}
 	b.SpentToday, err = s.d.TokensSpent(ctx, tenant, sgam.Micros(midnight))
+	b.SpentToday = min(max(b.SpentToday, 0), sgam.MaxTokenCount)
 	return b, err
 }
