@@ -240,8 +240,8 @@ func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]strin
 func (s *db) SubjectsNamed(ctx context.Context, tenant string, members []string, at sgam.At) ([][2]string, error) {
 	v, k := s.resolve(at)
 	list, _ := json.Marshal(members)
-	rows, err := s.query(ctx, `SELECT DISTINCT f.member, f.subject FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_alias
-		WHERE f.tenant = ?1 AND f.attribute = 'alias' AND f.member = e.value AND f.value IS NOT NULL
+	rows, err := s.query(ctx, `SELECT DISTINCT f.member, f.subject FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_alias_name
+		WHERE f.tenant = ?1 AND f.alias_name IS NOT NULL AND f.alias_name = e.value AND f.value IS NOT NULL
 		  AND f.recorded_at <= ?4 AND (f.retracted_at IS NULL OR f.retracted_at > ?4)
 		  AND (f.valid_to IS NULL OR (f.valid_from <= ?3 AND f.valid_to > ?3))`, tenant, string(list), v, k)
 	if err != nil {
