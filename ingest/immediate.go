@@ -1,13 +1,3 @@
-// Package ingest is the front of the write path: how a caller's episode
-// becomes an extraction. The immediate path (Immediate) extracts an
-// episode as it is captured, for what an agent's next turn depends on,
-// without ever leaving it stranded: the episode is captured with its
-// place in the durable extraction queue, in one transaction, as the
-// background path captures it; the entry is held back from the workers
-// while this process extracts, and cleared only by the commit of the
-// extraction's record. Whatever happens in between (a model slower than
-// the caller waits, a caller that goes away, a process that is killed),
-// the workers find the entry and extract the episode.
 package ingest
 
 import (
@@ -21,26 +11,29 @@ import (
 	"github.com/sgam-dev/sgam/queue"
 )
 
-// Store is what the write path needs of a store.
-type Store interface {
-	extract.Store
-	sgam.ExtractionQueue
-}
-
-// DefaultMaxInFlight bounds the immediate extractions a process runs at
-// once: beyond it, an episode is captured and left to the workers.
-const DefaultMaxInFlight = 32
+// MaxInFlight bounds the immediate extractions a process runs at once:
+// beyond it, an episode is captured and left to the workers.
+const MaxInFlight = 32
 
 // releaseTimeout bounds the write that gives an episode back to the
 // workers.
 const releaseTimeout = 30 * time.Second
 
-// Immediate runs immediate extractions. Each runs under a deadline of its
+// immediate runs immediate extractions, for what an agent's next turn
+// depends on, without ever leaving an episode stranded: the episode is
+// captured with its place in the durable extraction queue, in one
+// transaction, as the background path captures it; the entry is held back
+// from the workers while this process extracts, and cleared only by the
+// commit of the extraction's record. Whatever happens in between (a model
+// slower than the caller waits, a caller that goes away, a process that is
+// killed), the workers find the entry and extract the episode.
+//
+// Each extraction runs under a deadline of its
 // own (the model's worst case and a margin for the store, as a queue job
 // does), not under the caller's: a caller that stops waiting gets the
 // episode back as queued, and the extraction goes on. It is safe for
 // concurrent use; Close ends it.
-type Immediate struct {
+type immediate struct {
 	store    Store
 	x        *extract.Extractor
 	deadline time.Duration // of one extraction
@@ -63,36 +56,17 @@ type run struct {
 	err  error
 }
 
-// NewImmediate returns the immediate path over store, extracting with x
-// (whose model must be set). maxInFlight bounds the extractions run at
-// once (0: DefaultMaxInFlight).
-func NewImmediate(store Store, x *extract.Extractor, maxInFlight int) *Immediate {
-	if maxInFlight <= 0 {
-		maxInFlight = DefaultMaxInFlight
-	}
+// newImmediate returns the immediate path over store, extracting with x
+// (whose model must be set).
+func newImmediate(store Store, x *extract.Extractor) *immediate {
 	var worst time.Duration
 	if m := x.Model(); m != nil {
 		worst = m.WorstCase()
 	}
 	deadline := queue.DefaultJobTimeout(worst)
 	life, cancel := context.WithCancel(context.Background())
-	return &Immediate{store: store, x: x, deadline: deadline, hold: deadline + queue.Margin(worst),
-		slots: make(chan struct{}, maxInFlight), life: life, cancel: cancel, runs: map[ref]*run{}}
-}
-
-// Result is what the immediate path made of an episode.
-type Result struct {
-	Episode sgam.Episode
-	// Record is the extraction's record when it ended while the caller
-	// waited (its status may be failed); nil otherwise.
-	Record *sgam.Extraction
-	// Skipped is set when the episode had been extracted from the same
-	// content already: Record is that earlier record.
-	Skipped bool
-	// Queued is set when the workers will extract the episode: the
-	// extraction outlived the caller's wait, failed in a way a retry may
-	// mend, or was not started (this process runs as many as it may).
-	Queued bool
+	return &immediate{store: store, x: x, deadline: deadline, hold: deadline + queue.Margin(worst),
+		slots: make(chan struct{}, MaxInFlight), life: life, cancel: cancel, runs: map[ref]*run{}}
 }
 
 // Extract captures e with its queue entry, extracts it, and waits for the
@@ -102,7 +76,7 @@ type Result struct {
 // once the budget allows (Result holds the episode); so is a store that
 // failed during the extraction. A failed model call is not an error: its
 // record says so.
-func (p *Immediate) Extract(ctx context.Context, e sgam.Episode) (Result, error) {
+func (p *immediate) Extract(ctx context.Context, e sgam.Episode) (Result, error) {
 	if p.x.Model() == nil {
 		return Result{}, extract.ErrNoModel
 	}
@@ -139,7 +113,7 @@ func (p *Immediate) Extract(ctx context.Context, e sgam.Episode) (Result, error)
 
 // start begins the extraction of an episode, or joins the one in flight;
 // false when no slot is free.
-func (p *Immediate) start(k ref) (*run, bool) {
+func (p *immediate) start(k ref) (*run, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r, ok := p.runs[k]; ok {
@@ -176,7 +150,7 @@ func (p *Immediate) start(k ref) (*run, bool) {
 }
 
 // release gives an episode's held entry to the workers at once.
-func (p *Immediate) release(tenant, id string) error {
+func (p *immediate) release(tenant, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := p.store.QueueExtraction(ctx, tenant, []string{id}, false)
@@ -189,7 +163,7 @@ func (p *Immediate) release(tenant, id string) error {
 // Close waits for the extractions in flight until ctx ends, then cancels
 // the rest: they give their episodes to the workers, losing nothing. No
 // extraction starts after Close.
-func (p *Immediate) Close(ctx context.Context) {
+func (p *immediate) Close(ctx context.Context) {
 	p.mu.Lock()
 	stop := p.cancel
 	p.mu.Unlock()

@@ -15,7 +15,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +32,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/schema"
 )
@@ -107,7 +108,7 @@ func New(cfg Config) (*mcp.Server, error) {
 	if cfg.Recaller == nil {
 		cfg.Recaller = recall.New(cfg.Store).WithClock(cfg.Clock)
 	}
-	t := &tools{cfg: cfg}
+	t := &tools{cfg: cfg, ingest: ingest.New(cfg.Store, nil)}
 	s := mcp.NewServer(&mcp.Implementation{Name: "sgam", Title: "sgam memory", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions, SchemaCache: schemaCache,
 	})
@@ -350,7 +351,10 @@ const (
 )
 
 // tools holds the handlers of one bound server.
-type tools struct{ cfg Config }
+type tools struct {
+	cfg    Config
+	ingest *ingest.Ingester // captures observe's episodes for the workers
+}
 
 // RememberInput is the input of remember.
 type RememberInput struct {
@@ -485,17 +489,13 @@ func (t *tools) observe(ctx context.Context, _ *mcp.CallToolRequest, in ObserveI
 		return nil, ObserveOutput{}, sgam.Errorf(sgam.Invalid, "text", "is required: what was said")
 	}
 	// A retried call is the same episode: the key is the call's content.
-	h := sha256.New()
-	for _, s := range append([]string{"observe", in.Text, in.Session}, in.Subjects...) {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	ep, queued, err := t.cfg.Store.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: t.cfg.Tenant, Session: in.Session, Kind: t.cfg.EpisodeKind,
-		Content: in.Text, Subjects: in.Subjects, IdempotencyKey: "mcp-" + hex.EncodeToString(h.Sum(nil))[:32]}, 0)
+	key := ingest.Key("mcp", append([]string{"observe", in.Text, in.Session}, in.Subjects...)...)
+	res, err := t.ingest.Capture(ctx, sgam.Episode{Tenant: t.cfg.Tenant, Session: in.Session, Kind: t.cfg.EpisodeKind,
+		Content: in.Text, Subjects: in.Subjects, IdempotencyKey: key}, ingest.ModeBackground)
 	if err != nil {
 		return nil, ObserveOutput{}, sgam.RenameField(err, "content", "text") // the store names an episode's fields, a tool its arguments
 	}
-	return nil, ObserveOutput{EpisodeID: ep.ID, Queued: queued}, nil
+	return nil, ObserveOutput{EpisodeID: res.Episode.ID, Queued: res.Queued}, nil
 }
 
 func (t *tools) forgetValue(ctx context.Context, req *mcp.CallToolRequest, in ForgetValueInput) (*mcp.CallToolResult, WriteOutput, error) {

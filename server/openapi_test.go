@@ -16,6 +16,7 @@ import (
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/store/sqlite"
@@ -139,7 +140,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"/components/schemas/Extraction/properties/rejected/items/properties/reason": {sgam.RejectUngrounded, sgam.RejectUnknownAttribute,
 			sgam.RejectInvalidValue, sgam.RejectInvalidSubject, sgam.RejectInvalidTime, sgam.RejectInvalidChange, sgam.RejectUnexpectedField,
 			sgam.RejectMalformed, sgam.RejectConflict},
-		"/components/schemas/EpisodeRequest/properties/extract":    {ExtractBackground, ExtractNow, ExtractNone},
+		"/components/schemas/EpisodeRequest/properties/extract":    {string(ingest.ModeBackground), string(ingest.ModeNow), string(ingest.ModeNone)},
 		"/components/schemas/RecallFact/allOf/1/properties/status": {recall.Current, recall.Past},
 	}
 	for ptr, want := range enums {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/apikey"
-	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/replay"
 )
@@ -229,13 +229,6 @@ type EpisodeResponse struct {
 	Extraction *sgam.Extraction `json:"extraction,omitempty"`
 }
 
-// Extraction modes of POST /v1/episodes.
-const (
-	ExtractBackground = "background"
-	ExtractNow        = "now"
-	ExtractNone       = "none"
-)
-
 func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 	var req EpisodeRequest
 	if err := decode(r, &req); err != nil {
@@ -248,60 +241,28 @@ func (s *Server) addEpisode(w http.ResponseWriter, r *http.Request, c caller) (a
 	if string(req.Metadata) == "null" {
 		req.Metadata = nil
 	}
-	mode := req.Extract
-	if mode == "" {
-		mode = ExtractNone
-		if s.cfg.Extractor != nil && s.cfg.Extractor.Model() != nil {
-			mode = ExtractBackground
-		}
-	}
-	e := sgam.Episode{Tenant: c.tenant, ID: req.EpisodeID, Session: req.Session, Kind: req.Kind, Content: req.Content, OccurredAt: occurred,
-		Metadata: req.Metadata, IdempotencyKey: req.IdempotencyKey, Retention: req.Retention, Subjects: req.Subjects}
-	var out EpisodeResponse
-	switch mode {
-	case ExtractNone:
-		out.Episode, err = s.cfg.Store.AddEpisode(r.Context(), e)
-	case ExtractBackground:
-		out.Episode, out.Queued, err = s.cfg.Store.AddEpisodeToExtract(r.Context(), e, 0)
-	case ExtractNow:
-		if s.now == nil {
-			return nil, sgam.Errorf(sgam.Invalid, "extract", `"now" needs a model, and this server has none configured; use "background" or "none"`)
-		}
-		return s.extractNow(r, e)
-	default:
-		return nil, sgam.Errorf(sgam.Invalid, "extract", "%q is none of background, now, none", req.Extract)
-	}
+	mode, err := s.ingest.Mode(req.Extract)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
-}
-
-// extractNow captures e with its place in the queue and extracts it
-// before answering: 200 with the record (whose status may be failed: the
-// capture stands whatever the model does), or, when the extraction
-// outlives the request (a model slower than the server's timeout, a
-// client that went away), 202 with the episode queued: it goes on, and
-// the workers extract the episode if it does not finish.
-func (s *Server) extractNow(r *http.Request, e sgam.Episode) (any, error) {
-	// Answer before the request's own deadline cuts it off.
+	e := sgam.Episode{Tenant: c.tenant, ID: req.EpisodeID, Session: req.Session, Kind: req.Kind, Content: req.Content, OccurredAt: occurred,
+		Metadata: req.Metadata, IdempotencyKey: req.IdempotencyKey, Retention: req.Retention, Subjects: req.Subjects}
 	ctx := r.Context()
-	if dl, ok := ctx.Deadline(); ok {
+	if dl, ok := ctx.Deadline(); ok && mode == ingest.ModeNow {
+		// Extracting now, answer before the request's own deadline cuts
+		// it off: the extraction goes on.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, dl.Add(-min(time.Second, time.Until(dl)/10)))
 		defer cancel()
 	}
-	res, err := s.now.Extract(ctx, e)
-	var be *extract.BudgetError
-	if errors.As(err, &be) {
-		return nil, &sgam.Error{Code: sgam.Unavailable, Field: "extract", Message: "episode " + res.Episode.ID +
-			" was captured and not extracted now: " + be.Error() + "; it is queued, and the extraction workers extract it once the budget allows"}
-	}
+	res, err := s.ingest.Capture(ctx, e, mode)
 	if err != nil {
 		return nil, err
 	}
 	out := EpisodeResponse{Episode: res.Episode, Queued: res.Queued, Extraction: res.Record}
-	if res.Record == nil {
+	if mode == ingest.ModeNow && res.Record == nil {
+		// The extraction outlived the request (a model slower than the
+		// server's timeout, a client that went away).
 		return withStatus{http.StatusAccepted, out}, nil
 	}
 	return out, nil

@@ -27,7 +27,7 @@ import (
 type Config struct {
 	Store sgam.Store
 	// Extractor extracts episodes posted with "extract": "now" (the
-	// immediate path: ingest.Immediate, ended by Close); nil (or one
+	// immediate path of package ingest, ended by Close); nil (or one
 	// without a model) makes "none" the default.
 	Extractor *extract.Extractor
 	// Recaller answers POST /v1/recall; nil makes one over Store on Clock.
@@ -71,7 +71,7 @@ type Server struct {
 	limits  *limiters
 	keys    *keyCache // nil: off
 	metrics *Metrics
-	now     *ingest.Immediate // nil: no model
+	ingest  *ingest.Ingester
 }
 
 // New returns the API's handler.
@@ -112,9 +112,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
 		params: map[string][]string{}, limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: cfg.Metrics}
 	s.metrics.watch(cfg.Store)
-	if cfg.Extractor != nil && cfg.Extractor.Model() != nil {
-		s.now = ingest.NewImmediate(cfg.Store, cfg.Extractor, 0)
-	}
+	s.ingest = ingest.New(cfg.Store, cfg.Extractor)
 	s.register()
 	ui, err := inspector.New(inspector.Config{Store: cfg.Store, Recaller: cfg.Recaller, Dev: cfg.Dev, DevTenant: cfg.DevTenant,
 		Clock: cfg.Clock, Logger: cfg.Logger, Allow: s.limits.allow, Authenticate: func(ctx context.Context, token string) (inspector.Caller, error) {
@@ -131,11 +129,7 @@ func New(cfg Config) (*Server, error) {
 // Close ends the server's immediate extractions that outlived their
 // requests: they get until ctx ends to finish, then give their episodes to
 // the extraction workers. Call it after the HTTP server has shut down.
-func (s *Server) Close(ctx context.Context) {
-	if s.now != nil {
-		s.now.Close(ctx)
-	}
-}
+func (s *Server) Close(ctx context.Context) { s.ingest.Close(ctx) }
 
 // caller is who a request acts as.
 type caller struct {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -259,13 +258,10 @@ and a minute). Exit 1 when the extraction failed.`,
 			}
 			defer s.Close()
 			e.Tenant, e.Content = a.tenant, args[0]
-			now := ingest.NewImmediate(s, extract.New(s, m), 1)
-			res, err := now.Extract(a.ctx, e)
+			in := ingest.New(s, extract.New(s, m))
+			res, err := in.Capture(a.ctx, e, ingest.ModeNow)
 			// Interrupted, Close gives the episode to the workers at once.
-			now.Close(a.ctx)
-			if be := (*extract.BudgetError)(nil); errors.As(err, &be) {
-				return &sgam.Error{Code: sgam.Unavailable, Message: fmt.Sprintf("%v; episode %s is captured and queued: the extraction workers extract it once the budget allows", be, res.Episode.ID)}
-			}
+			in.Close(a.ctx)
 			if err != nil {
 				return err
 			}
@@ -478,46 +474,8 @@ func (a *app) showBudget(s sgam.Store) error {
 	return nil
 }
 
-// summary sums the ending records of a set of extractions.
-type summary struct {
-	Episodes int            `json:"episodes"`
-	Ended    int            `json:"ended"`
-	Failed   int            `json:"failed"`
-	Facts    int            `json:"facts_written"`
-	Pending  int            `json:"pending"`
-	Rejected map[string]int `json:"rejected"`
-	Calls    int            `json:"model_calls"`
-	Tokens   int            `json:"tokens"`
-}
-
-func summarize(ended map[queue.Ref]*sgam.Extraction, total int) summary {
-	s := summary{Episodes: total, Rejected: map[string]int{}}
-	for _, r := range ended {
-		s.Ended++
-		if r == nil {
-			continue
-		}
-		if r.Status == sgam.ExtractionFailed {
-			s.Failed++
-		}
-		for _, c := range r.Accepted {
-			if c.Outcome == sgam.OutcomeWritten {
-				s.Facts++
-			}
-			if c.Outcome == sgam.OutcomePending {
-				s.Pending++
-			}
-		}
-		for _, rj := range r.Rejected {
-			s.Rejected[rj.Reason]++
-		}
-		s.Calls += r.Calls
-		s.Tokens += r.TokensIn + r.TokensOut
-	}
-	return s
-}
-
-func (s summary) print(a *app) {
+// printSummary prints what a set of extractions did.
+func (a *app) printSummary(s ingest.Summary) {
 	fmt.Fprintf(a.stdout, "extracted %d of %d episodes: %d facts written, %d pending review, %d failed; %d model calls, %d tokens\n",
 		s.Ended-s.Failed, s.Episodes, s.Facts, s.Pending, s.Failed, s.Calls, s.Tokens)
 	reasons := make([]string, 0, len(s.Rejected))
@@ -533,24 +491,24 @@ func (s summary) print(a *app) {
 // runAndWait works the queue in this process with workers until every
 // episode of refs has ended since an instant, showing progress, and
 // returns the summary.
-func (a *app) runAndWait(s sgam.Store, m llm.Model, qf queueFlags, refs []queue.Ref, since time.Time) (summary, error) {
+func (a *app) runAndWait(s sgam.Store, m llm.Model, qf queueFlags, refs []queue.Ref, since time.Time) (ingest.Summary, error) {
 	q, err := a.openQueue(s, m, qf)
 	if err != nil {
-		return summary{}, err
+		return ingest.Summary{}, err
 	}
 	if err := q.Start(a.ctx); err != nil {
 		q.Stop(context.Background())
-		return summary{}, err
+		return ingest.Summary{}, err
 	}
 	p := &phases{a: a, prefix: "extract"}
-	ended, werr := queue.Wait(a.ctx, s, refs, since, 200*time.Millisecond, func(pr queue.Progress) {
+	sum, werr := ingest.Wait(a.ctx, s, refs, since, 200*time.Millisecond, func(pr queue.Progress) {
 		p.update("extracting", pr.Ended, pr.Total)
 	})
 	p.finish()
 	if err := stopQueue(q, qf.grace); err != nil && werr == nil {
 		werr = err
 	}
-	return summarize(ended, len(refs)), werr
+	return sum, werr
 }
 
 // embedder is the embedding endpoint the environment configures

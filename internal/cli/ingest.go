@@ -1,75 +1,17 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/queue"
 )
-
-// ingestLine is one line of an ingest file.
-type ingestLine struct {
-	Tenant         string          `json:"tenant"`
-	EpisodeID      string          `json:"episode_id"`
-	Session        string          `json:"session"`
-	Kind           string          `json:"kind"`
-	Content        string          `json:"content"`
-	OccurredAt     string          `json:"occurred_at"`
-	Subjects       []string        `json:"subjects"`
-	Metadata       json.RawMessage `json:"metadata"`
-	Retention      string          `json:"retention"`
-	IdempotencyKey string          `json:"idempotency_key"`
-}
-
-// maxIngestLine bounds one line of an ingest file: an episode's content
-// and metadata with room for the rest.
-const maxIngestLine = sgam.DefaultMaxContentBytes + sgam.DefaultMaxMetadataBytes + 64<<10
-
-// parseIngestLine checks and decodes one line, naming the field at fault.
-func parseIngestLine(raw []byte, tenant string) (sgam.Episode, error) {
-	if err := sgam.CheckJSON("line", raw); err != nil {
-		return sgam.Episode{}, err
-	}
-	var l ingestLine
-	if err := sgam.DecodeStrict(raw, &l); err != nil {
-		return sgam.Episode{}, err
-	}
-	if l.Tenant == "" {
-		l.Tenant = tenant
-	}
-	e := sgam.Episode{Tenant: l.Tenant, ID: l.EpisodeID, Session: l.Session, Kind: l.Kind, Content: l.Content, Subjects: l.Subjects,
-		Metadata: l.Metadata, Retention: l.Retention, IdempotencyKey: l.IdempotencyKey}
-	if l.OccurredAt != "" {
-		t, err := sgam.ParseTime("occurred_at", l.OccurredAt)
-		if err != nil {
-			return e, err
-		}
-		e.OccurredAt = t
-	}
-	if e.ID == "" && e.IdempotencyKey == "" {
-		// Without an id or a key of its own, the line's text is its key:
-		// reading the file again captures nothing new and calls no model.
-		sum := sha256.Sum256(bytes.TrimSpace(raw))
-		e.IdempotencyKey = lineKeyPrefix + hex.EncodeToString(sum[:])
-	}
-	return e, nil
-}
-
-// lineKeyPrefix starts the idempotency key ingest gives a line that has
-// neither episode_id nor idempotency_key: the SHA-256 of its text follows.
-const lineKeyPrefix = "ingest-sha256:"
 
 func (a *app) ingestCommand() *cobra.Command {
 	var lf llmFlags
@@ -138,29 +80,33 @@ in), or when no model is configured to extract what was queued.`,
 				return err
 			}
 			defer s.Close()
-			since := time.Now().Add(-time.Millisecond)
-			refs, captured, repeats, bad, err := a.capture(s, in, !noExtract, since)
+			mode := ingest.ModeBackground
+			if noExtract {
+				mode = ingest.ModeNone
+			}
+			lines, err := ingest.New(s, nil).CaptureLines(a.ctx, in, a.tenant, mode)
 			if err != nil {
 				return err
 			}
+			refs, bad := lines.Refs, lines.Bad
 			fmt.Fprintf(a.stderr, "captured %d episodes (%d new, %d already there), %d queued for extraction, %d bad lines\n",
-				captured, captured-repeats, repeats, len(refs), len(bad))
+				lines.Captured, lines.Captured-lines.Repeats, lines.Repeats, len(refs), len(bad))
 			// Without a model the episodes are captured all the same, and
 			// their extractions wait in the queue for one.
 			waiting := model == nil && !noExtract && !noWait && len(refs) > 0
-			var sum summary
+			var sum ingest.Summary
 			if model != nil && len(refs) > 0 {
-				if sum, err = a.runAndWait(s, model, qf, refs, since); err != nil {
+				if sum, err = a.runAndWait(s, model, qf, refs, lines.Since); err != nil {
 					return err
 				}
 			}
 			if a.jsonOut {
-				if err := a.printJSON(map[string]any{"captured": captured, "already_there": repeats, "queued": len(refs),
+				if err := a.printJSON(map[string]any{"captured": lines.Captured, "already_there": lines.Repeats, "queued": len(refs),
 					"bad_lines": len(bad), "extraction": sum, "waiting_for_a_model": waiting}); err != nil {
 					return err
 				}
 			} else if !noExtract && !noWait && !waiting {
-				sum.print(a)
+				a.printSummary(sum)
 			}
 			for _, b := range bad {
 				fmt.Fprintf(a.stderr, "sgam: %v\n", b)
@@ -184,78 +130,6 @@ in), or when no model is configured to extract what was queued.`,
 	qf.add(c, 4)
 	c.AddCommand(a.ingestRetryCommand(), a.ingestStatusCommand())
 	return c
-}
-
-// capture captures every good line of r; bad lines are returned as errors
-// naming the line and the field.
-// An episode recorded before since was there already.
-func (a *app) capture(s sgam.Store, r io.Reader, extract bool, since time.Time) (refs []queue.Ref, captured, repeats int, bad []error, err error) {
-	br := bufio.NewReaderSize(r, 1<<20)
-	for n := 1; ; n++ {
-		line, rerr := readLine(br, maxIngestLine)
-		if rerr == io.EOF && len(line) == 0 {
-			return refs, captured, repeats, bad, nil
-		}
-		if rerr != nil && rerr != io.EOF {
-			if errors.Is(rerr, errLineTooLong) {
-				bad = append(bad, sgam.Errorf(sgam.Invalid, fmt.Sprintf("line %d", n), "is longer than %d bytes", maxIngestLine))
-				continue
-			}
-			return refs, captured, repeats, bad, rerr
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		e, perr := parseIngestLine(line, a.tenant)
-		var stored sgam.Episode
-		queued := false
-		if perr == nil {
-			if extract {
-				stored, queued, perr = s.AddEpisodeToExtract(a.ctx, e, 0)
-			} else {
-				stored, perr = s.AddEpisode(a.ctx, e)
-			}
-		}
-		if perr != nil {
-			if sgam.ErrorCode(perr) != sgam.Invalid && sgam.ErrorCode(perr) != sgam.Conflict {
-				return refs, captured, repeats, bad, fmt.Errorf("line %d: %w", n, perr)
-			}
-			bad = append(bad, sgam.PrefixField(fmt.Sprintf("line %d", n), perr))
-			continue
-		}
-		captured++
-		if stored.RecordedAt.Before(since) {
-			repeats++
-		}
-		if queued {
-			refs = append(refs, queue.Ref{Tenant: stored.Tenant, EpisodeID: stored.ID})
-		}
-		if rerr == io.EOF {
-			return refs, captured, repeats, bad, nil
-		}
-	}
-}
-
-var errLineTooLong = errors.New("line too long")
-
-// readLine reads one line of at most limit bytes (without its newline);
-// a longer one is skipped whole and errLineTooLong returned.
-func readLine(r *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > limit+1 {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.ReadSlice('\n')
-			}
-			return nil, errLineTooLong
-		}
-		line = append(line, chunk...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return bytes.TrimSuffix(line, []byte("\n")), err
-	}
 }
 
 // onQueue runs fn on the queue of --db, without workers, for --tenant
@@ -402,7 +276,7 @@ have ended, as 'sgam ingest' does; --no-wait leaves them to the workers.`,
 			if a.jsonOut {
 				return a.printJSON(sum)
 			}
-			sum.print(a)
+			a.printSummary(sum)
 			if sum.Failed > 0 {
 				return exitError{code: ExitFailure}
 			}
