@@ -48,7 +48,7 @@ var benches = []bench{
 	{"current Get (SQLite, cached)", "./store/sqlite", []string{"-test.bench", "^BenchmarkStore$/^GetCurrent/", "-sgam.facts=10000", "-test.benchtime", "200000x"}, nil, "ns/op"},
 	{"Get at a past as_of (SQLite)", "./store/sqlite", []string{"-test.bench", "^BenchmarkStore$/^GetPastAsOf/", "-sgam.facts=10000", "-test.benchtime", "20000x"}, nil, "ns/op"},
 	{"recall, lexical evidence (SQLite, 2,000 episodes)", "./internal/bench", []string{"-test.bench", "^BenchmarkRecall$", "-test.benchtime", "300x"}, []string{"SGAM_BENCH_EPISODES=2000"}, "ns/op"},
-	{"extraction pipeline per episode (SQLite, 10,000 facts)", "./internal/bench", []string{"-test.bench", "^BenchmarkExtract$", "-test.benchtime", "200x"}, []string{"SGAM_BENCH_FACTS=10000"}, "us/episode"},
+	{"extraction pipeline per episode (SQLite, 10,000 facts)", "./internal/bench", []string{"-test.bench", "^BenchmarkExtract$", "-test.benchtime", "400x"}, []string{"SGAM_BENCH_FACTS=10000"}, "us/episode"},
 }
 
 func main() {
