@@ -59,10 +59,7 @@ type run struct {
 // newImmediate returns the immediate path over store, extracting with x
 // (whose model must be set).
 func newImmediate(store Store, x *extract.Extractor) *immediate {
-	var worst time.Duration
-	if m := x.Model(); m != nil {
-		worst = m.WorstCase()
-	}
+	worst := x.Model().WorstCase()
 	deadline := queue.DefaultJobTimeout(worst)
 	life, cancel := context.WithCancel(context.Background())
 	return &immediate{store: store, x: x, deadline: deadline, hold: deadline + queue.Margin(worst),
@@ -77,9 +74,6 @@ func newImmediate(store Store, x *extract.Extractor) *immediate {
 // failed during the extraction. A failed model call is not an error: its
 // record says so.
 func (p *immediate) Extract(ctx context.Context, e sgam.Episode) (Result, error) {
-	if p.x.Model() == nil {
-		return Result{}, extract.ErrNoModel
-	}
 	ep, _, err := p.store.AddEpisodeToExtract(ctx, e, p.hold)
 	if err != nil {
 		return Result{}, err
@@ -164,15 +158,12 @@ func (p *immediate) release(tenant, id string) error {
 // the rest: they give their episodes to the workers, losing nothing. No
 // extraction starts after Close.
 func (p *immediate) Close(ctx context.Context) {
-	p.mu.Lock()
-	stop := p.cancel
-	p.mu.Unlock()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 	}
-	stop()
+	p.cancel()
 	<-done
 }

@@ -86,12 +86,17 @@ type Result struct {
 	Skipped bool
 }
 
-// Capture captures e in mode; in ModeNow it extracts e at once and waits
+// Capture captures e in mode (empty: the default, as Mode reads it); in
+// ModeNow it extracts e at once and waits
 // for the extraction until ctx ends (see immediate.Extract). A tenant
 // whose token budget is spent gets e captured and queued all the same,
 // and an unavailable error, field extract, that says so (Result holds the
 // episode). A model that failed is no error: the record says so.
 func (in *Ingester) Capture(ctx context.Context, e sgam.Episode, mode Mode) (Result, error) {
+	mode, err := in.Mode(string(mode))
+	if err != nil {
+		return Result{}, err
+	}
 	switch mode {
 	case ModeNone:
 		ep, err := in.store.AddEpisode(ctx, e)
@@ -99,19 +104,15 @@ func (in *Ingester) Capture(ctx context.Context, e sgam.Episode, mode Mode) (Res
 	case ModeBackground:
 		ep, queued, err := in.store.AddEpisodeToExtract(ctx, e, 0)
 		return Result{Episode: ep, Queued: queued}, err
-	case ModeNow:
-		if in.now == nil {
-			return Result{}, sgam.Errorf(sgam.Invalid, "extract", `"now" needs a model, and none is configured; use "background" or "none"`)
-		}
-		res, err := in.now.Extract(ctx, e)
-		var be *extract.BudgetError
-		if errors.As(err, &be) {
-			return res, &sgam.Error{Code: sgam.Unavailable, Field: "extract", Err: err, Message: fmt.Sprintf(
-				"episode %s was captured and not extracted now: %v; it is queued, and the extraction workers extract it once the budget allows", res.Episode.ID, be)}
-		}
-		return res, err
 	}
-	return Result{}, sgam.Errorf(sgam.Invalid, "extract", "%q is none of background, now, none", mode)
+	// ModeNow: Mode refused it without a model.
+	res, err := in.now.Extract(ctx, e)
+	var be *extract.BudgetError
+	if errors.As(err, &be) {
+		return res, &sgam.Error{Code: sgam.Unavailable, Field: "extract", Err: err, Message: fmt.Sprintf(
+			"episode %s was captured and not extracted now: %v; it is queued, and the extraction workers extract it once the budget allows", res.Episode.ID, be)}
+	}
+	return res, err
 }
 
 // Close ends the immediate extractions that outlived their callers: they

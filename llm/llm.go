@@ -208,9 +208,6 @@ func (u Usage) Add(v Usage) Usage {
 		Estimated: u.Estimated || v.Estimated}
 }
 
-// Total is the usage's tokens, prompt and answer.
-func (u Usage) Total() int { return SaturatingAdd(u.PromptTokens, u.CompletionTokens) }
-
 // Response is a model's answer.
 type Response struct {
 	// Raw is the text the model answered (message content, or the tool

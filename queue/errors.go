@@ -31,19 +31,15 @@ func safeText(err error) string {
 }
 
 // errorKind names what failed, in words that hold no text of the error.
+// (A spent budget and no model never fail a job: they snooze it.)
 func errorKind(err error) string {
 	var le *llm.Error
 	var ae *extract.AnswerError
-	var be *extract.BudgetError
 	switch {
 	case errors.As(err, &le):
 		return le.Brief()
 	case errors.As(err, &ae):
 		return "the model's answer is unusable"
-	case errors.As(err, &be):
-		return "the tenant's token budget is spent"
-	case errors.Is(err, extract.ErrNoModel):
-		return "no model is configured"
 	}
 	return fmt.Sprintf("store error: %s", sgam.ErrorCode(err))
 }

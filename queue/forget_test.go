@@ -3,6 +3,7 @@ package queue_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,4 +151,64 @@ func TestForgetReachesEveryCopyPostgres(t *testing.T) {
 			require.Contains(t, line, `"receipt_id":"fg_`, "only the receipt names it: %s", line)
 		}
 	}
+}
+
+// TestForgetKeepsOtherTenantsJobs: forgetting an episode deletes its job
+// rows and no other tenant's, though the other's episode has the same id;
+// and compact deletes the job rows of an episode forgotten while the
+// queue's file could not be reached (here, while it was moved away).
+func TestForgetKeepsOtherTenantsJobs(t *testing.T) {
+	ctx := context.Background()
+	st, path := openStore(t)
+	fake := llmtest.New(t, "m", script)
+	client, err := llm.New(llm.Config{BaseURL: fake.URL, Model: "m"})
+	require.NoError(t, err)
+	q, err := queue.OpenSQLite(ctx, path, st, extract.New(st, client), queue.Config{Workers: 1, PollInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, q.Start(ctx))
+	var refs []queue.Ref
+	for _, tenant := range []string{"acme", "globex"} {
+		for _, id := range []string{"e1", "e2"} {
+			_, _, err := st.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: tenant, ID: id, Content: "p1 lives in c1."}, 0)
+			require.NoError(t, err)
+			refs = append(refs, queue.Ref{Tenant: tenant, EpisodeID: id})
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err = queue.Wait(wctx, st, refs, time.Time{}, 20*time.Millisecond, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Stop(ctx))
+
+	jobs := func() []string {
+		t.Helper()
+		db, err := sql.Open("sqlite", queue.SQLitePath(path))
+		require.NoError(t, err)
+		defer db.Close()
+		rows, err := db.Query(`SELECT json_extract(args, '$.tenant') || '/' || json_extract(args, '$.episode_id') FROM river_job ORDER BY 1`)
+		require.NoError(t, err)
+		var out []string
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			out = append(out, s)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	require.Equal(t, []string{"acme/e1", "acme/e2", "globex/e1", "globex/e2"}, jobs())
+
+	_, err = st.Forget(ctx, sgam.ForgetRequest{Tenant: "acme", Episode: "e1"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"acme/e2", "globex/e1", "globex/e2"}, jobs(), "the forget deleted acme's e1 and no other")
+
+	// Forgotten while the queue's file was away: compact finds the rows.
+	away := queue.SQLitePath(path) + ".away"
+	require.NoError(t, os.Rename(queue.SQLitePath(path), away))
+	_, err = st.Forget(ctx, sgam.ForgetRequest{Tenant: "acme", Episode: "e2"})
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(away, queue.SQLitePath(path)))
+	require.Equal(t, []string{"acme/e2", "globex/e1", "globex/e2"}, jobs())
+	require.NoError(t, st.Compact(ctx))
+	require.Equal(t, []string{"globex/e1", "globex/e2"}, jobs(), "compact deleted the rows of the episode gone")
 }

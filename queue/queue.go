@@ -103,8 +103,8 @@ func DefaultJobTimeout(worst time.Duration) time.Duration { return worst + Margi
 // its own deadline, extract.Extractor's, whatever the job's.)
 func Margin(worst time.Duration) time.Duration { return min(max(worst/10, 5*time.Second), time.Minute) }
 
-// DefaultRescueAfter is the rescue delay for a job timeout.
-func DefaultRescueAfter(jobTimeout time.Duration) time.Duration {
+// defaultRescueAfter is the rescue delay for a job timeout.
+func defaultRescueAfter(jobTimeout time.Duration) time.Duration {
 	return max(15*time.Minute, jobTimeout+5*time.Minute)
 }
 
@@ -130,7 +130,7 @@ func (c Config) withDefaults(m llm.Model) (Config, error) {
 			"it would cut off calls the client would finish; give it at least that, or lower the model's timeout or attempts", c.JobTimeout, worst)
 	}
 	if c.RescueAfter <= 0 {
-		c.RescueAfter = DefaultRescueAfter(c.JobTimeout)
+		c.RescueAfter = defaultRescueAfter(c.JobTimeout)
 	}
 	if c.RescueAfter <= c.JobTimeout {
 		return c, sgam.Errorf(sgam.Invalid, "rescue_after", "%s is not longer than a job's timeout, %s: a job still running would be taken for one whose worker died, and run twice", c.RescueAfter, c.JobTimeout)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strings"
 
 	"github.com/sgam-dev/sgam"
 )
@@ -44,8 +43,9 @@ func (t *tx) ForgetJobs(tenant string, episodes []string) error {
 }
 
 // openQueue opens the queue file of the ledger, nil when there is none
-// (no queue was ever opened on it): it is never created here.
-func (s *db) openQueue() (*sql.DB, error) {
+// or River never migrated it (no queue was ever opened on the ledger): it
+// is never created here.
+func (s *db) openQueue(ctx context.Context) (*sql.DB, error) {
 	p := QueuePath(s.path)
 	if _, err := os.Stat(p); err != nil {
 		return nil, nil
@@ -60,12 +60,15 @@ func (s *db) openQueue() (*sql.DB, error) {
 		return nil, fmt.Errorf("open the queue %s: %w", p, err)
 	}
 	db.SetMaxOpenConns(1)
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'river_job'`).Scan(&n); err != nil || n == 0 {
+		db.Close()
+		if err != nil {
+			return nil, fmt.Errorf("open the queue %s: %w", p, err)
+		}
+		return nil, nil
+	}
 	return db, nil
-}
-
-// noJobTable reports the error of a queue file River never migrated.
-func noJobTable(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "no such table: river_job")
 }
 
 // forgetJobs deletes the queue's job rows of what a committed forget
@@ -75,7 +78,7 @@ func (s *db) forgetJobs(ctx context.Context, gone []jobsGone) {
 	if len(gone) == 0 {
 		return
 	}
-	q, err := s.openQueue()
+	q, err := s.openQueue(ctx)
 	if err != nil || q == nil {
 		return
 	}
@@ -91,47 +94,29 @@ func (s *db) forgetJobs(ctx context.Context, gone []jobsGone) {
 // in the ledger, then rewrites the queue file (VACUUM) and truncates its
 // write-ahead log, so that nothing of a forgotten episode is left in it.
 func (s *db) compactQueue(ctx context.Context) error {
-	q, err := s.openQueue()
+	q, err := s.openQueue(ctx)
 	if err != nil || q == nil {
 		return err
 	}
 	defer q.Close()
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT json_extract(args, '$.tenant'), json_extract(args, '$.episode_id') FROM river_job WHERE kind = ?`, extractJobKind)
-	if noJobTable(err) {
-		return nil
-	}
-	if err != nil {
+	// The jobs' episodes, as [tenant, episode_id] pairs; the ledger says
+	// which of them are gone, in one statement.
+	var refs string
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(json_group_array(json_array(t, e)), '[]') FROM (SELECT DISTINCT
+			json_extract(args, '$.tenant') AS t, json_extract(args, '$.episode_id') AS e FROM river_job WHERE kind = ?)`,
+		extractJobKind).Scan(&refs); err != nil {
 		return mapErr(fmt.Errorf("compact the queue: %w", err))
 	}
-	type ref struct{ tenant, episode string }
-	var refs []ref
-	for rows.Next() {
-		var r ref
-		var tenant, episode sql.NullString
-		if err := rows.Scan(&tenant, &episode); err != nil {
-			rows.Close()
-			return mapErr(fmt.Errorf("compact the queue: %w", err))
-		}
-		r.tenant, r.episode = tenant.String, episode.String
-		refs = append(refs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	var gone string
+	if err := s.rdb.QueryRowContext(ctx, `SELECT coalesce(json_group_array(r.value), '[]') FROM json_each(?) r
+			WHERE NOT EXISTS (SELECT 1 FROM episodes e WHERE e.tenant = r.value ->> 0 AND e.episode_id = r.value ->> 1)`,
+		refs).Scan(&gone); err != nil {
 		return mapErr(fmt.Errorf("compact the queue: %w", err))
 	}
-	for _, r := range refs {
-		var one int
-		err := s.rdb.QueryRowContext(ctx, `SELECT 1 FROM episodes WHERE tenant = ? AND episode_id = ?`, r.tenant, r.episode).Scan(&one)
-		if err == nil {
-			continue
-		}
-		if err != sql.ErrNoRows {
-			return mapErr(fmt.Errorf("compact the queue: %w", err))
-		}
-		if _, err := q.ExecContext(ctx, `DELETE FROM river_job WHERE kind = ? AND json_extract(args, '$.tenant') = ? AND json_extract(args, '$.episode_id') = ?`,
-			extractJobKind, r.tenant, r.episode); err != nil {
-			return mapErr(fmt.Errorf("compact the queue: %w", err))
-		}
+	if _, err := q.ExecContext(ctx, `DELETE FROM river_job WHERE kind = ?1 AND EXISTS (SELECT 1 FROM json_each(?2) r
+			WHERE r.value ->> 0 = json_extract(args, '$.tenant') AND r.value ->> 1 = json_extract(args, '$.episode_id'))`,
+		extractJobKind, gone); err != nil {
+		return mapErr(fmt.Errorf("compact the queue: %w", err))
 	}
 	checkpoint := func() error {
 		var busy, log, done int
