@@ -6,17 +6,35 @@ import (
 	"time"
 )
 
-// Embeddings keeps episode vectors per tenant and model: recall's second
-// kind of evidence beside full-text search, when an embeddings endpoint
-// is configured (package llm's Embedder, kept up to date by package
-// queue). A vector is derived data: it is stored under its episode's
-// tenant, deleted with its episode (forget, expiry: the stores' foreign
-// keys cascade), never exported (embedding the episodes again rebuilds
-// it), and searched exactly, comparing every vector of the tenant and
-// model.
+// Episode vectors are recall's second kind of evidence beside full-text
+// search, when an embeddings endpoint is configured (package llm's
+// Embedder, kept up to date by package queue). A vector is derived data:
+// it is stored under its episode's tenant, deleted with its episode
+// (forget, expiry: the stores' foreign keys cascade), never exported
+// (embedding the episodes again rebuilds it), and searched exactly,
+// comparing every vector of the tenant and model. The model names the
+// vector space: vectors of two models never meet, and every vector of one
+// tenant and model has the same dimension.
 //
-// The model names the vector space: vectors of two models never meet, and
-// every vector of one tenant and model has the same dimension.
+// Vectors are an optional capability, outside Store: a consumer is given
+// them in its configuration (recall.Recaller.WithEmbedder, queue.Config),
+// and without them recall is lexical. Both stores of this module have it.
+
+// VectorSearch ranks a tenant's episodes by their vectors: recall's side.
+type VectorSearch interface {
+	// NearestEpisodes ranks the tenant's episodes recorded by q.KnownAt
+	// (zero: now) that have a vector for q.Model by cosine similarity to
+	// q.Vector, best first (equal scores by episode id), at most
+	// q.Limit; exact (every vector of the tenant and model is compared).
+	// Hits carry the cosine as Score and no snippet. A tenant with no
+	// vectors of the model has no hits; a query vector of another
+	// dimension than the stored ones is Invalid (field "vector").
+	NearestEpisodes(ctx context.Context, q VectorQuery) ([]EpisodeHit, error)
+}
+
+// Embeddings writes the vectors of every tenant's episodes: the
+// store-wide side, for the embedding job of a worker process, never for
+// a tenant's caller.
 type Embeddings interface {
 	// EpisodesToEmbed lists up to limit episodes (any tenant, oldest
 	// recorded first; at most MaxEmbeddingBatch) with content and no
@@ -32,14 +50,6 @@ type Embeddings interface {
 	// from the stored ones of its tenant and model is Invalid and nothing
 	// is stored.
 	PutEmbeddings(ctx context.Context, model string, vs []EpisodeVector) (int, error)
-	// NearestEpisodes ranks the tenant's episodes recorded by q.KnownAt
-	// (zero: now) that have a vector for q.Model by cosine similarity to
-	// q.Vector, best first (equal scores by episode id), at most
-	// q.Limit; exact (every vector of the tenant and model is compared).
-	// Hits carry the cosine as Score and no snippet. A tenant with no vectors of the model has no hits; a
-	// query vector of another dimension than the stored ones is Invalid
-	// (field "vector").
-	NearestEpisodes(ctx context.Context, q VectorQuery) ([]EpisodeHit, error)
 	// DropEmbeddings deletes the vectors of every model but keep (of all
 	// models when keep is ""), store-wide, and returns how many: after a
 	// change of model, once the new one has embedded every episode.

@@ -221,8 +221,8 @@ type Budget struct {
 // Exhausted reports whether the budget has nothing left today.
 func (b Budget) Exhausted() bool { return b.TokensPerDay > 0 && b.SpentToday >= b.TokensPerDay }
 
-// ExtractionQueue is the store's side of the extraction queue, and the
-// tenants' token budgets.
+// ExtractionQueue is a tenant's side of the extraction queue, and its
+// token budget.
 type ExtractionQueue interface {
 	// AddEpisodeToExtract captures e as AddEpisode does and, in the same
 	// transaction, queues it for extraction; an identical episode captured
@@ -238,16 +238,18 @@ type ExtractionQueue interface {
 	// prompts are answered from their records). NotFound names an unknown
 	// episode, and then none is queued.
 	QueueExtraction(ctx context.Context, tenant string, episodeIDs []string, again bool) error
+	// Budget returns a tenant's budget and what it spent today.
+	Budget(ctx context.Context, tenant string) (Budget, error)
+}
+
+// ExtractionDispatch is the extraction queue's store-wide side: a queue's
+// dispatcher takes every tenant's entries from it and hands them to the
+// workers. It is for a worker process, never for a tenant's caller.
+type ExtractionDispatch interface {
 	// QueuedExtractions lists up to limit queued episodes of every tenant,
-	// the earliest due first: the dispatcher's, store-wide. dueOnly: only
-	// those due now.
+	// the earliest due first. dueOnly: only those due now.
 	QueuedExtractions(ctx context.Context, limit int, dueOnly bool) ([]QueuedExtraction, error)
 	// DequeueExtractions removes dispatched entries, each only if it is
 	// still as listed (an episode queued again meanwhile stays).
 	DequeueExtractions(ctx context.Context, q []QueuedExtraction) error
-	// SetBudget sets a tenant's tokens per day (0: unlimited): the
-	// operator's.
-	SetBudget(ctx context.Context, tenant string, tokensPerDay int) error
-	// Budget returns a tenant's budget and what it spent today.
-	Budget(ctx context.Context, tenant string) (Budget, error)
 }

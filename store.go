@@ -7,16 +7,25 @@ import (
 
 // The store's capabilities come as role interfaces, so that a consumer
 // depends on what it uses: Traverse on a FactReader and Schemas, an
-// extraction worker on Episodes and FactWriter, the HTTP API on all of
-// them. Store is their union.
+// extraction worker on Episodes and FactWriter. The roles are split by who
+// may hold them:
 //
-// A tenant-scoped method names its tenant in the value it reads or writes
-// (Key.Tenant, Episode.Tenant, the query's Tenant) or, when it takes no
-// such value, as the argument after ctx; it never reads or writes another
-// tenant's rows. Admin's methods are store-wide: they are for the operator,
-// never for a tenant's caller. Errors are *Error values: Invalid (naming the
-// field) for bad input, NotFound, Conflict, Unavailable; a failed write
-// leaves nothing half-written.
+//   - Tenant-facing roles (Episodes, FactWriter, FactReader, Review,
+//     Schemas, Lifecycle, Extractions, ExtractionQueue, Search, Overview,
+//     Keys, VectorSearch): each method names its tenant in the value it
+//     reads or writes (Key.Tenant, Episode.Tenant, the query's Tenant) or,
+//     when it takes no such value, as the argument after ctx, and never
+//     reads or writes another tenant's rows. (Keys.Authenticate finds a
+//     key among every tenant's, but only by its secret.) A surface bound
+//     to one tenant, such as the MCP server, holds only these.
+//   - Store-wide roles for a process's workers (ExtractionDispatch,
+//     Embeddings): they take every tenant's work, never for a tenant's
+//     caller.
+//   - The operator's Admin: store-wide operations over every tenant.
+//
+// Store is the union of every role but the optional vectors. Errors are
+// *Error values: Invalid (naming the field) for bad input, NotFound,
+// Conflict, Unavailable; a failed write leaves nothing half-written.
 
 // Episodes captures and reads episodes.
 type Episodes interface {
@@ -202,6 +211,8 @@ const MaxRecentSubjects = 20
 
 // Admin is the operator's: store-wide operations over every tenant.
 type Admin interface {
+	// SetBudget sets a tenant's extraction tokens per day (0: unlimited).
+	SetBudget(ctx context.Context, tenant string, tokensPerDay int) error
 	// DefaultSchema returns the store-wide default schema (version 0: none).
 	DefaultSchema(ctx context.Context) (SchemaVersion, error)
 	// ApplyDefaultSchema stores the next version of the default schema, as
@@ -255,7 +266,8 @@ type Admin interface {
 	ImportSchema(ctx context.Context, v SchemaVersion) (present bool, err error)
 }
 
-// Store is every capability of a store.
+// Store is every capability of a store but the optional vectors
+// (VectorSearch, Embeddings).
 type Store interface {
 	Episodes
 	FactWriter
@@ -265,9 +277,10 @@ type Store interface {
 	Lifecycle
 	Extractions
 	ExtractionQueue
+	ExtractionDispatch
 	Search
-	Embeddings
 	Overview
+	Keys
 	Admin
 	Close() error
 }

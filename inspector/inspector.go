@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/recall"
 )
 
@@ -42,15 +41,25 @@ const Prefix = "/ui/"
 // Caller is who a request acts as.
 type Caller struct {
 	Tenant string
-	Role   apikey.Role
+	Role   sgam.Role
 	// KeyID names the key, for the episodes the inspector captures (a
 	// confirmation); "dev" in dev mode.
 	KeyID string
 }
 
+// Store is what the inspector reads and writes: tenant-facing roles only,
+// each page bound to its caller's tenant.
+type Store interface {
+	recall.Store
+	sgam.Review
+	sgam.Lifecycle
+	sgam.ExtractionQueue
+	sgam.Overview
+}
+
 // Config configures the inspector.
 type Config struct {
-	Store sgam.Store
+	Store Store
 	// Authenticate checks an API key: the server's, with its key cache.
 	Authenticate func(ctx context.Context, token string) (Caller, error)
 	// Allow, when set, takes a token of a key's rate limit (the API's):
@@ -150,7 +159,7 @@ type handler func(w http.ResponseWriter, r *http.Request, c Caller) (page, error
 
 // handle registers a page that needs role need; a POST needs a valid CSRF
 // token too.
-func (in *Inspector) handle(pattern string, need apikey.Role, title string, h handler) {
+func (in *Inspector) handle(pattern string, need sgam.Role, title string, h handler) {
 	in.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		c, ok := in.caller(r)
 		if !ok {
@@ -161,7 +170,7 @@ func (in *Inspector) handle(pattern string, need apikey.Role, title string, h ha
 			in.fail(w, r, c, sgam.Errorf(sgam.Unauthenticated, "key", "sign in first"))
 			return
 		}
-		if err := apikey.Require(apikey.Key{Role: c.Role}, need); err != nil {
+		if err := c.Role.Require(need); err != nil {
 			in.fail(w, r, c, err)
 			return
 		}
@@ -214,7 +223,7 @@ func sameOrigin(r *http.Request) bool {
 // caller is who r acts as: the dev tenant, or the key of its cookie.
 func (in *Inspector) caller(r *http.Request) (Caller, bool) {
 	if in.cfg.Dev {
-		return Caller{Tenant: in.cfg.DevTenant, Role: apikey.Admin, KeyID: "dev"}, true
+		return Caller{Tenant: in.cfg.DevTenant, Role: sgam.RoleAdmin, KeyID: "dev"}, true
 	}
 	ck, err := r.Cookie(cookieName)
 	if err != nil || ck.Value == "" {
@@ -266,7 +275,7 @@ func (in *Inspector) render(w http.ResponseWriter, r *http.Request, c Caller, ti
 	}
 	v := view{Title: title, Caller: c, Dev: in.cfg.Dev, CSRF: in.csrf(r, c), Data: p.data,
 		Flash:    in.flash(r, c),
-		CanWrite: c.Role.Allows(apikey.Write), CanAdmin: c.Role.Allows(apikey.Admin)}
+		CanWrite: c.Role.Allows(sgam.RoleWrite), CanAdmin: c.Role.Allows(sgam.RoleAdmin)}
 	var b strings.Builder
 	if err := t.ExecuteTemplate(&b, "layout", v); err != nil {
 		in.cfg.Logger.Error("inspector: render", slog.String("page", p.name), slog.String("error", err.Error()))
@@ -311,7 +320,7 @@ func (in *Inspector) errorPage(w http.ResponseWriter, r *http.Request, c Caller,
 	v := view{Title: http.StatusText(status), Caller: c, Dev: in.cfg.Dev,
 		Data: map[string]any{"Status": status, "Message": msg}}
 	if c.Tenant != "" {
-		v.CSRF, v.CanWrite, v.CanAdmin = in.csrf(r, c), c.Role.Allows(apikey.Write), c.Role.Allows(apikey.Admin)
+		v.CSRF, v.CanWrite, v.CanAdmin = in.csrf(r, c), c.Role.Allows(sgam.RoleWrite), c.Role.Allows(sgam.RoleAdmin)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)

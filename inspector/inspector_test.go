@@ -330,7 +330,7 @@ func TestSchemaVersionsAndDiff(t *testing.T) {
 // TestRateLimited: the inspector spends the key's rate limit, as the API.
 func TestRateLimited(t *testing.T) {
 	w := newWorld(t, false)
-	srv, err := server.New(server.Config{Store: w.store, Keys: w.store, Clock: w.clock, RateLimit: 1})
+	srv, err := server.New(server.Config{Store: w.store, Clock: w.clock, RateLimit: 1})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	defer ts.Close()

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/schema"
 )
@@ -24,34 +23,34 @@ func (in *Inspector) routes() {
 	in.mux.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
 	in.mux.HandleFunc("GET "+Prefix+"signin", in.signinPage)
 	in.mux.HandleFunc("POST "+Prefix+"signin", in.signin)
-	in.handle("POST "+Prefix+"signout", apikey.Read, "Sign out", func(w http.ResponseWriter, r *http.Request, c Caller) (page, error) {
+	in.handle("POST "+Prefix+"signout", sgam.RoleRead, "Sign out", func(w http.ResponseWriter, r *http.Request, c Caller) (page, error) {
 		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
 		return in.redirect(w, r, c, Prefix+"signin", "")
 	})
-	in.handle("GET "+Prefix+"{$}", apikey.Read, "Overview", in.overview)
-	in.handle("GET "+Prefix+"subjects", apikey.Read, "Subject", func(w http.ResponseWriter, r *http.Request, c Caller) (page, error) {
+	in.handle("GET "+Prefix+"{$}", sgam.RoleRead, "Overview", in.overview)
+	in.handle("GET "+Prefix+"subjects", sgam.RoleRead, "Subject", func(w http.ResponseWriter, r *http.Request, c Caller) (page, error) {
 		s := strings.TrimSpace(r.URL.Query().Get("subject"))
 		if s == "" {
 			return in.redirect(w, r, c, Prefix, "")
 		}
 		return in.redirect(w, r, c, Prefix+"subjects/"+url.PathEscape(s), "")
 	})
-	in.handle("GET "+Prefix+"subjects/{subject}", apikey.Read, "Subject", in.subject)
-	in.handle("GET "+Prefix+"episodes/{id}", apikey.Read, "Episode", in.episode)
-	in.handle("POST "+Prefix+"episodes/{id}/reextract", apikey.Write, "Episode", in.reextract)
-	in.handle("GET "+Prefix+"recall", apikey.Read, "Recall", in.recall)
-	in.handle("GET "+Prefix+"pending", apikey.Read, "Pending", in.pending)
-	in.handle("POST "+Prefix+"pending/{id}/confirm", apikey.Write, "Pending", in.confirm)
-	in.handle("POST "+Prefix+"pending/{id}/dismiss", apikey.Write, "Pending", func(w http.ResponseWriter, r *http.Request, c Caller) (page, error) {
+	in.handle("GET "+Prefix+"subjects/{subject}", sgam.RoleRead, "Subject", in.subject)
+	in.handle("GET "+Prefix+"episodes/{id}", sgam.RoleRead, "Episode", in.episode)
+	in.handle("POST "+Prefix+"episodes/{id}/reextract", sgam.RoleWrite, "Episode", in.reextract)
+	in.handle("GET "+Prefix+"recall", sgam.RoleRead, "Recall", in.recall)
+	in.handle("GET "+Prefix+"pending", sgam.RoleRead, "Pending", in.pending)
+	in.handle("POST "+Prefix+"pending/{id}/confirm", sgam.RoleWrite, "Pending", in.confirm)
+	in.handle("POST "+Prefix+"pending/{id}/dismiss", sgam.RoleWrite, "Pending", func(w http.ResponseWriter, r *http.Request, c Caller) (page, error) {
 		if err := in.cfg.Store.Dismiss(r.Context(), c.Tenant, r.PathValue("id")); err != nil {
 			return page{}, err
 		}
 		return in.redirect(w, r, c, Prefix+"pending", "dismissed "+r.PathValue("id"))
 	})
-	in.handle("GET "+Prefix+"forget", apikey.Admin, "Forget", in.forgetForm)
-	in.handle("POST "+Prefix+"forget/preview", apikey.Admin, "Forget", in.forgetPreview)
-	in.handle("POST "+Prefix+"forget", apikey.Admin, "Forget", in.forget)
-	in.handle("GET "+Prefix+"schema", apikey.Read, "Schema", in.schema)
+	in.handle("GET "+Prefix+"forget", sgam.RoleAdmin, "Forget", in.forgetForm)
+	in.handle("POST "+Prefix+"forget/preview", sgam.RoleAdmin, "Forget", in.forgetPreview)
+	in.handle("POST "+Prefix+"forget", sgam.RoleAdmin, "Forget", in.forget)
+	in.handle("GET "+Prefix+"schema", sgam.RoleRead, "Schema", in.schema)
 }
 
 // --- sign-in
@@ -121,7 +120,7 @@ func (in *Inspector) overview(w http.ResponseWriter, r *http.Request, c Caller) 
 		return page{}, err
 	}
 	d := overviewData{Stats: st, Budget: b}
-	if c.Role.Allows(apikey.Admin) { // receipts are the operator's, as GET /v1/receipts
+	if c.Role.Allows(sgam.RoleAdmin) { // receipts are the operator's, as GET /v1/receipts
 		rcs, err := in.cfg.Store.Receipts(ctx, c.Tenant)
 		if err != nil {
 			return page{}, err

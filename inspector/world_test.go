@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/extract"
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/llm/llmtest"
@@ -63,9 +62,9 @@ func newWorld(t *testing.T, dev bool) *world {
 	w := &world{t: t, store: s, clock: clock, keys: map[string]string{}}
 	for _, k := range []struct {
 		name, tenant string
-		role         apikey.Role
-	}{{"acme-read", "acme", apikey.Read}, {"acme-write", "acme", apikey.Write}, {"acme-admin", "acme", apikey.Admin}, {"beta-admin", "beta", apikey.Admin}} {
-		token, _, err := apikey.Create(ctx, s, k.tenant, k.role, k.name, clock.Now())
+		role         sgam.Role
+	}{{"acme-read", "acme", sgam.RoleRead}, {"acme-write", "acme", sgam.RoleWrite}, {"acme-admin", "acme", sgam.RoleAdmin}, {"beta-admin", "beta", sgam.RoleAdmin}} {
+		token, _, err := s.CreateKey(ctx, k.tenant, k.role, k.name)
 		require.NoError(t, err)
 		w.keys[k.name] = token
 	}
@@ -106,7 +105,7 @@ func newWorld(t *testing.T, dev bool) *world {
 	require.NoError(t, err)
 	clock.Set(at(t, "2026-06-10T12:00:00Z"))
 
-	srv, err := server.New(server.Config{Store: s, Keys: s, Clock: clock, Dev: dev, DevTenant: "acme"})
+	srv, err := server.New(server.Config{Store: s, Clock: clock, Dev: dev, DevTenant: "acme"})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

@@ -31,7 +31,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/schema"
@@ -53,7 +52,7 @@ type Config struct {
 	Tenant string
 	// Role decides the tools offered: read offers recall, history and
 	// trace; write and admin add observe, remember and forget_value.
-	Role apikey.Role
+	Role sgam.Role
 	// EpisodeKind is the kind of the episodes remember captures; default
 	// "message". It ranks the source under prefer_source, and only
 	// user_confirmed makes a sensitive attribute a fact directly, which is
@@ -91,7 +90,7 @@ func New(cfg Config) (*mcp.Server, error) {
 		}
 	}
 	if cfg.Role == "" {
-		cfg.Role = apikey.Read
+		cfg.Role = sgam.RoleRead
 	}
 	if cfg.EpisodeKind == "" {
 		cfg.EpisodeKind = sgam.KindMessage
@@ -116,7 +115,7 @@ func New(cfg Config) (*mcp.Server, error) {
 	mcp.AddTool(s, &mcp.Tool{Name: "recall", Description: recallDoc, Annotations: readOnly}, answer(cfg.Logger, t.recall))
 	mcp.AddTool(s, &mcp.Tool{Name: "history", Description: historyDoc, Annotations: readOnly}, answer(cfg.Logger, t.history))
 	mcp.AddTool(s, &mcp.Tool{Name: "trace", Description: traceDoc, Annotations: readOnly}, answer(cfg.Logger, t.trace))
-	if apikey.Require(apikey.Key{Role: cfg.Role}, apikey.Write) == nil {
+	if cfg.Role.Allows(sgam.RoleWrite) {
 		mcp.AddTool(s, &mcp.Tool{Name: "observe", Description: observeDoc}, answer(cfg.Logger, t.observe))
 		mcp.AddTool(s, &mcp.Tool{Name: "remember", Description: rememberDoc}, answer(cfg.Logger, t.remember))
 		mcp.AddTool(s, &mcp.Tool{Name: "forget_value", Description: forgetValueDoc}, answer(cfg.Logger, t.forgetValue))

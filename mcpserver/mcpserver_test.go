@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/mcpserver"
 	"github.com/sgam-dev/sgam/store/sqlite"
 )
@@ -29,7 +28,7 @@ func openStore(t *testing.T) *sqlite.Store {
 
 // connect returns a client session on a server bound to tenant and role,
 // over the SDK's in-memory transport.
-func connect(t *testing.T, st sgam.Store, tenant string, role apikey.Role) *mcp.ClientSession {
+func connect(t *testing.T, st sgam.Store, tenant string, role sgam.Role) *mcp.ClientSession {
 	ctx := context.Background()
 	srv, err := mcpserver.New(mcpserver.Config{Store: st, Tenant: tenant, Role: role})
 	require.NoError(t, err)
@@ -71,7 +70,7 @@ func facts(t *testing.T, out map[string]any) []map[string]any {
 
 func TestPassportStory(t *testing.T) {
 	st := openStore(t)
-	acme := connect(t, st, "acme", apikey.Write)
+	acme := connect(t, st, "acme", sgam.RoleWrite)
 
 	tools, err := acme.ListTools(context.Background(), nil)
 	require.NoError(t, err)
@@ -157,7 +156,7 @@ func TestPassportStory(t *testing.T) {
 	require.Empty(t, violations)
 
 	// A second tenant's server sees nothing of acme's, whatever it names.
-	globex := connect(t, st, "globex", apikey.Write)
+	globex := connect(t, st, "globex", sgam.RoleWrite)
 	other, msg := call(t, globex, "recall", map[string]any{"subject": "mira"})
 	require.Empty(t, msg)
 	require.Empty(t, facts(t, other))
@@ -178,7 +177,7 @@ func TestPassportStory(t *testing.T) {
 
 func TestReadRoleOffersNoWrites(t *testing.T) {
 	st := openStore(t)
-	cs := connect(t, st, "acme", apikey.Read)
+	cs := connect(t, st, "acme", sgam.RoleRead)
 	tools, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
 	for _, tl := range tools.Tools {
@@ -196,7 +195,7 @@ func TestReadRoleOffersNoWrites(t *testing.T) {
 
 func TestBadInputNamesTheField(t *testing.T) {
 	st := openStore(t)
-	cs := connect(t, st, "acme", apikey.Write)
+	cs := connect(t, st, "acme", sgam.RoleWrite)
 	ok := map[string]any{"subject": "mira", "attribute": "a", "value": 1, "quote": "Mira said so."}
 	with := func(k string, v any) map[string]any {
 		m := map[string]any{}
@@ -257,7 +256,7 @@ attributes:
   weight: {memory: profile, type: number}
 `), false)
 	require.NoError(t, err)
-	cs := connect(t, st, "acme", apikey.Write)
+	cs := connect(t, st, "acme", sgam.RoleWrite)
 	for _, a := range []string{"peanuts", "shellfish"} {
 		_, msg := call(t, cs, "remember", map[string]any{"subject": "mira", "attribute": "allergies", "value": a,
 			"valid_from": "2026-06-01", "quote": "Mira: I am allergic to " + a + "."})
@@ -287,7 +286,7 @@ func TestHeldWriteAnswersFactNull(t *testing.T) {
 	ctx := context.Background()
 	_, err := st.ApplyDefaultSchema(ctx, []byte("attributes:\n  diagnosis: {memory: profile, type: string, sensitive: true}\n  city: {memory: profile, type: string}\n"), false)
 	require.NoError(t, err)
-	cs := connect(t, st, "acme", apikey.Write)
+	cs := connect(t, st, "acme", sgam.RoleWrite)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "remember", Arguments: map[string]any{"subject": "mira", "attribute": "diagnosis",
 		"value": "asthma", "valid_from": "2026-06-01", "quote": "Mira: I have asthma."}})
 	require.NoError(t, err)
@@ -314,7 +313,7 @@ func TestHeldWriteAnswersFactNull(t *testing.T) {
 // surrogate) are refused naming the argument, and write nothing.
 func TestArgumentsReadAsWritten(t *testing.T) {
 	st := openStore(t)
-	cs := connect(t, st, "acme", apikey.Write)
+	cs := connect(t, st, "acme", sgam.RoleWrite)
 	for _, c := range []struct{ args, want string }{
 		{`{"subject":"mira","attribute":"a","attribute":"b","value":1,"quote":"q"}`, "invalid: attribute: is given twice"},
 		{`{"subject":"mira","attribute":"a","value":{"x":1,"x":2},"quote":"q"}`, `invalid: value: holds the key "x" twice`},
@@ -335,7 +334,7 @@ func TestArgumentsReadAsWritten(t *testing.T) {
 // into.
 func TestNumbersAsWritten(t *testing.T) {
 	st := openStore(t)
-	cs := connect(t, st, "acme", apikey.Write)
+	cs := connect(t, st, "acme", sgam.RoleWrite)
 	ctx := context.Background()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "remember",
 		Arguments: json.RawMessage(`{"subject":"acct-42","attribute":"balance","value":{"cents":12345678901234567890,"rate":1.50},"quote":"q"}`)})
@@ -377,7 +376,7 @@ func TestNumbersAsWritten(t *testing.T) {
 		if c.tool == "trace" {
 			c.args = fmt.Sprintf(c.args, factID)
 		}
-		res := wireCall(t, st, "acme", apikey.Write, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, c.tool, c.args))
+		res := wireCall(t, st, "acme", sgam.RoleWrite, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, c.tool, c.args))
 		var r struct {
 			IsError           bool              `json:"isError"`
 			StructuredContent json.RawMessage   `json:"structuredContent"`
@@ -414,7 +413,7 @@ func TestNumbersAsWritten(t *testing.T) {
 
 func TestObserve(t *testing.T) {
 	st := openStore(t)
-	acme := connect(t, st, "acme", apikey.Write)
+	acme := connect(t, st, "acme", sgam.RoleWrite)
 	out, msg := call(t, acme, "observe", map[string]any{"text": "Mira: I moved to Oslo.", "session": "s1", "subjects": []string{"mira"}})
 	require.Empty(t, msg)
 	require.Equal(t, true, out["queued"])
@@ -433,7 +432,7 @@ func TestObserve(t *testing.T) {
 	require.Contains(t, msg, "text")
 	_, msg = call(t, acme, "observe", map[string]any{"text": "x", "subjects": []string{""}})
 	require.Contains(t, msg, "subjects[0]")
-	globex := connect(t, st, "globex", apikey.Write)
+	globex := connect(t, st, "globex", sgam.RoleWrite)
 	none, err := st.Episodes(ctx, sgam.EpisodeQuery{Tenant: "globex"})
 	require.NoError(t, err)
 	require.Empty(t, none)
@@ -442,7 +441,7 @@ func TestObserve(t *testing.T) {
 
 // wireCall sends one JSON-RPC request to the streamable HTTP handler of a
 // server bound to tenant and role, and returns its result as sent.
-func wireCall(t *testing.T, st mcpserver.Store, tenant string, role apikey.Role, method, params string) json.RawMessage {
+func wireCall(t *testing.T, st mcpserver.Store, tenant string, role sgam.Role, method, params string) json.RawMessage {
 	t.Helper()
 	h := mcpserver.HTTPHandler(func(*http.Request) (mcpserver.Config, error) {
 		return mcpserver.Config{Store: st, Tenant: tenant, Role: role}, nil
@@ -474,7 +473,7 @@ func wireCall(t *testing.T, st mcpserver.Store, tenant string, role apikey.Role,
 // naming the argument, in the form of every other refusal.
 func TestNumberArgumentsNameTheArgument(t *testing.T) {
 	st := openStore(t)
-	cs := connect(t, st, "acme", apikey.Write)
+	cs := connect(t, st, "acme", sgam.RoleWrite)
 	for _, c := range []struct{ tool, args, want string }{
 		{"trace", `{"fact_id":9223372036854775807}`, "invalid: fact_id: 9223372036854775807 is out of range: fact ids go from 1 to 9007199254740991"},
 		{"trace", `{"fact_id":9007199254740993}`, "invalid: fact_id: 9007199254740993 is out of range"},
@@ -511,7 +510,7 @@ func TestNumberArgumentsNameTheArgument(t *testing.T) {
 func TestRefusedCallWritesNothing(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
-	cs := connect(t, st, "acme", apikey.Write)
+	cs := connect(t, st, "acme", sgam.RoleWrite)
 	quotes := func(tenant string) []string {
 		t.Helper()
 		eps, err := st.Episodes(ctx, sgam.EpisodeQuery{Tenant: tenant})
@@ -554,7 +553,7 @@ attributes:
   diagnosis: {memory: profile, type: string, sensitive: true}
 `), false)
 	require.NoError(t, err)
-	globex := connect(t, st, "globex", apikey.Write)
+	globex := connect(t, st, "globex", sgam.RoleWrite)
 	_, msg = call(t, globex, "remember", map[string]any{"subject": "mira", "attribute": "weight", "value": "heavy", "quote": "Mira: heavy."})
 	require.True(t, strings.HasPrefix(msg, "invalid: value:"), msg)
 	_, msg = call(t, globex, "remember", map[string]any{"subject": "mira", "attribute": "nope", "value": 1, "quote": "Mira: nope."})
@@ -592,7 +591,7 @@ func TestErrorsNameTheArgument(t *testing.T) {
 	ctx := context.Background()
 	_, err := st.ApplySchema(ctx, "acme", []byte("attributes:\n  city: {memory: profile, type: string}\n"), false)
 	require.NoError(t, err)
-	srv, err := mcpserver.New(mcpserver.Config{Store: wrapErrors{st}, Tenant: "acme", Role: apikey.Write})
+	srv, err := mcpserver.New(mcpserver.Config{Store: wrapErrors{st}, Tenant: "acme", Role: sgam.RoleWrite})
 	require.NoError(t, err)
 	ct, st2 := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st2, nil)

@@ -84,18 +84,6 @@ func (s *embedState) pause(d time.Duration) {
 	s.mu.Unlock()
 }
 
-// embeddings is the store's side, checked by Start.
-func (q *Queue) embeddings() (sgam.Embeddings, error) {
-	st, ok := q.store.(sgam.Embeddings)
-	if !ok {
-		return nil, errors.New("an embedder is configured and the store keeps no embeddings")
-	}
-	if err := sgam.CheckModel("embedding model", q.cfg.Embedder.Model()); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
 // addEmbedWorker registers the embedding job's worker and queue on rc.
 func addEmbedWorker(rc *river.Config, cfg Config, w *worker) {
 	if cfg.Embedder == nil {
@@ -121,10 +109,7 @@ func (q *Queue) dispatchEmbed(ctx context.Context) {
 	if !due {
 		return
 	}
-	st, err := q.embeddings()
-	if err != nil {
-		return // Start refused it
-	}
+	st := q.cfg.Embeddings
 	model := e.Model()
 	todo, err := st.EpisodesToEmbed(ctx, model, 1)
 	took := time.Since(now)
@@ -163,10 +148,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 	q := ew.w.q
 	e := q.cfg.Embedder
 	log := q.cfg.Logger.With("model", e.Model())
-	st, err := q.embeddings()
-	if err != nil {
-		return river.JobCancel(err)
-	}
+	st := q.cfg.Embeddings
 	model := e.Model()
 	if job.Args.Model != model {
 		err := fmt.Errorf("the job embeds with %q and this process with %q: every process of a store must use one embedding model", job.Args.Model, model)

@@ -56,9 +56,15 @@ func embedder(t *testing.T, fake *llmtest.Server, model string, tweak ...func(*l
 	return e
 }
 
-func startQueue(t *testing.T, path string, st queue.Store, x *extract.Extractor, e llm.Embedder, logs *logBuffer) *queue.Queue {
+// vectorStore is a queue's store that keeps vectors, as both stores do.
+type vectorStore interface {
+	queue.Store
+	sgam.Embeddings
+}
+
+func startQueue(t *testing.T, path string, st vectorStore, x *extract.Extractor, e llm.Embedder, logs *logBuffer) *queue.Queue {
 	t.Helper()
-	cfg := queue.Config{Workers: 2, PollInterval: 50 * time.Millisecond, Embedder: e}
+	cfg := queue.Config{Workers: 2, PollInterval: 50 * time.Millisecond, Embedder: e, Embeddings: st}
 	if logs != nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	}
@@ -68,7 +74,7 @@ func startQueue(t *testing.T, path string, st queue.Store, x *extract.Extractor,
 	return q
 }
 
-func nearest(t *testing.T, st sgam.Store, tenant, model, question string, limit int) []string {
+func nearest(t *testing.T, st sgam.VectorSearch, tenant, model, question string, limit int) []string {
 	t.Helper()
 	hits, err := st.NearestEpisodes(t.Context(), sgam.VectorQuery{Tenant: tenant, Model: model, Vector: llmtest.Embedding(model, question, 64), Limit: limit})
 	require.NoError(t, err)
@@ -80,7 +86,7 @@ func nearest(t *testing.T, st sgam.Store, tenant, model, question string, limit 
 	return ids
 }
 
-func allEmbedded(t *testing.T, st sgam.Store, model string) func() bool {
+func allEmbedded(t *testing.T, st sgam.Embeddings, model string) func() bool {
 	return func() bool {
 		left, err := st.EpisodesToEmbed(t.Context(), model, 1)
 		require.NoError(t, err)

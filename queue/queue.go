@@ -89,8 +89,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Embedder, when set, embeds every episode of the store (its
 	// content) in the background, for recall's vector search: see
-	// embed.go. The store must implement sgam.Embeddings.
-	Embedder llm.Embedder
+	// embed.go. Embeddings, required with it, is where the vectors go
+	// (the store's optional capability).
+	Embedder   llm.Embedder
+	Embeddings sgam.Embeddings
 }
 
 // DefaultJobTimeout is the job timeout for a model whose worst case is
@@ -138,6 +140,14 @@ func (c Config) withDefaults(m llm.Model) (Config, error) {
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
 	}
+	if c.Embedder != nil {
+		if c.Embeddings == nil {
+			return c, sgam.Errorf(sgam.Invalid, "embeddings", "an embedder is configured with no store of vectors to keep its vectors in")
+		}
+		if err := sgam.CheckModel("embedding model", c.Embedder.Model()); err != nil {
+			return c, err
+		}
+	}
 	if c.BudgetRecheck <= 0 {
 		c.BudgetRecheck = time.Minute
 	}
@@ -147,10 +157,12 @@ func (c Config) withDefaults(m llm.Model) (Config, error) {
 	return c, nil
 }
 
-// Store is what a Queue needs of a store.
+// Store is what a Queue needs of a store: the extractor's roles, and the
+// extraction queue's, store-wide.
 type Store interface {
 	extract.Store
 	sgam.ExtractionQueue
+	sgam.ExtractionDispatch
 }
 
 // client is the part of a river.Client the queue uses, whatever its
@@ -208,11 +220,6 @@ func (q *Queue) Start(ctx context.Context) error {
 	defer q.mu.Unlock()
 	if q.stop != nil {
 		return errors.New("the queue is running already")
-	}
-	if q.cfg.Embedder != nil {
-		if _, err := q.embeddings(); err != nil {
-			return err
-		}
 	}
 	if q.cfg.Workers > 0 {
 		if err := q.river.Start(context.WithoutCancel(ctx)); err != nil {

@@ -152,11 +152,11 @@ type Omitted struct {
 type Recaller struct {
 	store Store
 	clock sgam.Clock
-	// embed, when set, embeds questions, whose nearest episodes (by the
-	// vectors the store keeps for embed's model) are fused with the
-	// lexical ranking; vectors is the store's, nil when it keeps none.
+	// embed, when set with vectors, embeds questions, whose nearest
+	// episodes (by the vectors kept for embed's model) are fused with the
+	// lexical ranking.
 	embed   llm.Embedder
-	vectors sgam.Embeddings
+	vectors sgam.VectorSearch
 
 	schemas schema.Cache // parsed schema bodies
 }
@@ -167,13 +167,15 @@ func New(store Store) *Recaller {
 }
 
 // WithEmbedder makes recall search episodes by vector too: the question
-// is embedded by e, and the episodes whose stored vectors (of e's model,
-// written by the queue's embedding job) are nearest to it are fused with
-// the lexical ranking by reciprocal rank fusion. A store that keeps no
-// vectors leaves recall lexical.
-func (r *Recaller) WithEmbedder(e llm.Embedder) *Recaller {
-	r.embed = e
-	r.vectors, _ = r.store.(sgam.Embeddings)
+// is embedded by e, and the episodes whose vectors in vectors (of e's
+// model, written by the queue's embedding job) are nearest to it are
+// fused with the lexical ranking by reciprocal rank fusion. Without it
+// (or with a nil e or vectors) recall is lexical.
+func (r *Recaller) WithEmbedder(e llm.Embedder, vectors sgam.VectorSearch) *Recaller {
+	r.embed, r.vectors = e, vectors
+	if e == nil || vectors == nil {
+		r.embed, r.vectors = nil, nil
+	}
 	return r
 }
 

@@ -36,7 +36,7 @@ func TestVectorEvidence(t *testing.T) {
 		require.NoError(t, err)
 	}
 	w.clock.Set(ts(t, "2026-06-02T00:00:00Z"))
-	r := recall.New(w.store).WithClock(w.clock).WithEmbedder(emb)
+	r := recall.New(w.store).WithClock(w.clock).WithEmbedder(emb, w.store)
 	ask := func(tenant, q string) *recall.Context {
 		t.Helper()
 		c, err := r.Recall(w.ctx, recall.Query{Tenant: tenant, Question: q})

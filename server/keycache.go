@@ -5,10 +5,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam"
 )
 
-// keyCache remembers keys that passed apikey.Authenticate for a short
+// keyCache remembers keys that passed Store.Authenticate for a short
 // while, so that a busy client costs one key lookup a second instead of one
 // per request (the lookup was about half of a cached GET's time). It is
 // keyed by the SHA-256 of the whole token, so a wrong secret never hits it;
@@ -21,7 +21,7 @@ type keyCache struct {
 }
 
 type cachedKey struct {
-	key   apikey.Key
+	key   sgam.APIKey
 	until time.Time
 }
 
@@ -35,21 +35,21 @@ func newKeyCache(ttl time.Duration) *keyCache {
 	return &keyCache{ttl: ttl, m: map[[sha256.Size]byte]cachedKey{}}
 }
 
-func (c *keyCache) get(token string, now time.Time) (apikey.Key, bool) {
+func (c *keyCache) get(token string, now time.Time) (sgam.APIKey, bool) {
 	if c == nil {
-		return apikey.Key{}, false
+		return sgam.APIKey{}, false
 	}
 	h := sha256.Sum256([]byte(token))
 	c.mu.RLock()
 	e, ok := c.m[h]
 	c.mu.RUnlock()
 	if !ok || !now.Before(e.until) {
-		return apikey.Key{}, false
+		return sgam.APIKey{}, false
 	}
 	return e.key, true
 }
 
-func (c *keyCache) put(token string, k apikey.Key, now time.Time) {
+func (c *keyCache) put(token string, k sgam.APIKey, now time.Time) {
 	if c == nil {
 		return
 	}

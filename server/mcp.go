@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/mcpserver"
 )
 
@@ -25,9 +24,9 @@ func (s *Server) mountMCP() {
 		}
 		return mcpserver.Config{Store: s.cfg.Store, Tenant: c.tenant, Role: c.role, Clock: s.cfg.Clock, Logger: s.cfg.Logger, Recaller: s.cfg.Recaller}, nil
 	}, s.cfg.MaxBodyBytes)
-	s.routes["POST /mcp"] = apikey.Read
+	s.routes["POST /mcp"] = sgam.RoleRead
 	s.mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
-		c, ok := s.admit(w, r, apikey.Read)
+		c, ok := s.admit(w, r, sgam.RoleRead)
 		if !ok {
 			return
 		}

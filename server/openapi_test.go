@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/extract"
 	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/llm"
@@ -32,12 +31,12 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(openAPI, &doc))
 	require.Equal(t, "3.1.0", doc.OpenAPI)
-	documented := map[string]apikey.Role{}
+	documented := map[string]sgam.Role{}
 	for path, ops := range doc.Paths {
 		for method, raw := range ops {
 			var op struct {
-				Role     apikey.Role `json:"x-sgam-role"`
-				Security []any       `json:"security"`
+				Role     sgam.Role `json:"x-sgam-role"`
+				Security []any     `json:"security"`
 			}
 			require.NoError(t, json.Unmarshal(raw, &op), path)
 			documented[strings.ToUpper(method)+" "+path] = op.Role
@@ -58,7 +57,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	require.JSONEq(t, string(openAPI), rec.Body.String())
 }
 
-func keys(m map[string]apikey.Role) []string {
+func keys(m map[string]sgam.Role) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/replay"
@@ -47,27 +46,27 @@ func (s *Server) register() {
 		return map[string]bool{"ok": true}, nil
 	})
 
-	s.route("POST /v1/episodes", apikey.Write, s.addEpisode)
-	s.route("GET /v1/episodes", apikey.Read, s.listEpisodes, "session", "limit")
-	s.route("GET /v1/episodes/{id}", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/episodes", sgam.RoleWrite, s.addEpisode)
+	s.route("GET /v1/episodes", sgam.RoleRead, s.listEpisodes, "session", "limit")
+	s.route("GET /v1/episodes/{id}", sgam.RoleRead, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		return s.cfg.Store.Episode(r.Context(), c.tenant, r.PathValue("id"))
 	})
-	s.route("GET /v1/episodes/{id}/extractions", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("GET /v1/episodes/{id}/extractions", sgam.RoleRead, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		recs, err := s.cfg.Store.Extractions(r.Context(), c.tenant, r.PathValue("id"))
 		return map[string]any{"extractions": recs}, err
 	})
 
-	s.route("POST /v1/facts", apikey.Write, s.assert)
-	s.route("POST /v1/facts/retract", apikey.Write, s.retract)
-	s.route("GET /v1/facts/{id}/trace", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/facts", sgam.RoleWrite, s.assert)
+	s.route("POST /v1/facts/retract", sgam.RoleWrite, s.retract)
+	s.route("GET /v1/facts/{id}/trace", sgam.RoleRead, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		if err != nil || id <= 0 {
 			return nil, sgam.Errorf(sgam.Invalid, "fact_id", "%q is not a fact id", r.PathValue("id"))
 		}
 		return s.cfg.Store.Trace(r.Context(), c.tenant, id)
 	})
-	s.route("POST /v1/recall", apikey.Read, s.recall)
-	s.route("GET /v1/subjects/{subject}", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/recall", sgam.RoleRead, s.recall)
+	s.route("GET /v1/subjects/{subject}", sgam.RoleRead, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		a, err := at(r)
 		if err != nil {
 			return nil, err
@@ -75,8 +74,8 @@ func (s *Server) register() {
 		facts, err := s.cfg.Store.State(r.Context(), c.tenant, r.PathValue("subject"), a)
 		return map[string]any{"facts": facts}, err
 	}, "as_of", "known_at")
-	s.route("GET /v1/subjects/{subject}/attributes/{attribute}", apikey.Read, s.get, "as_of", "known_at")
-	s.route("GET /v1/subjects/{subject}/attributes/{attribute}/history", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("GET /v1/subjects/{subject}/attributes/{attribute}", sgam.RoleRead, s.get, "as_of", "known_at")
+	s.route("GET /v1/subjects/{subject}/attributes/{attribute}/history", sgam.RoleRead, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		facts, err := s.cfg.Store.History(r.Context(), s.key(r, c))
 		return map[string]any{"facts": facts}, err
 	})
@@ -360,21 +359,21 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c caller) (any, err
 }
 
 func (s *Server) moreRoutes() {
-	s.route("POST /v1/sets/add", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/sets/add", sgam.RoleWrite, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		a, err := assertion(r, c)
 		if err != nil {
 			return nil, err
 		}
 		return s.cfg.Store.Add(r.Context(), a)
 	})
-	s.route("POST /v1/sets/remove", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/sets/remove", sgam.RoleWrite, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		rt, err := retraction(r, c)
 		if err != nil {
 			return nil, err
 		}
 		return s.cfg.Store.Remove(r.Context(), rt)
 	})
-	s.route("GET /v1/subjects/{subject}/traverse", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("GET /v1/subjects/{subject}/traverse", sgam.RoleRead, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		a, err := at(r)
 		if err != nil {
 			return nil, err
@@ -387,25 +386,25 @@ func (s *Server) moreRoutes() {
 		return map[string]any{"hops": hops}, err
 	}, "path", "as_of", "known_at")
 
-	s.route("GET /v1/pending", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("GET /v1/pending", sgam.RoleRead, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		cs, err := s.cfg.Store.Pending(r.Context(), sgam.PendingQuery{Tenant: c.tenant, Subject: r.URL.Query().Get("subject")})
 		return map[string]any{"candidates": cs}, err
 	}, "subject")
-	s.route("POST /v1/pending/{id}/confirm", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/pending/{id}/confirm", sgam.RoleWrite, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		var req ConfirmRequest
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
 		return s.cfg.Store.Confirm(r.Context(), c.tenant, r.PathValue("id"), req.EpisodeID)
 	})
-	s.route("POST /v1/pending/{id}/dismiss", apikey.Write, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/pending/{id}/dismiss", sgam.RoleWrite, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		if err := noFields(r); err != nil {
 			return nil, err
 		}
 		return map[string]bool{"ok": true}, s.cfg.Store.Dismiss(r.Context(), c.tenant, r.PathValue("id"))
 	})
 
-	s.route("POST /v1/forget", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/forget", sgam.RoleAdmin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		var req ForgetRequest
 		if err := decode(r, &req); err != nil {
 			return nil, err
@@ -421,21 +420,21 @@ func (s *Server) moreRoutes() {
 		// The store names the episode "episode"; this request names it episode_id.
 		return rc, sgam.RenameField(err, "episode", "episode_id")
 	})
-	s.route("GET /v1/receipts", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("GET /v1/receipts", sgam.RoleAdmin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		rs, err := s.cfg.Store.Receipts(r.Context(), c.tenant)
 		return map[string]any{"receipts": rs}, err
 	})
 
 	// A key reads and applies its own tenant's schema; the store-wide
 	// default is the operator's, set only through the CLI.
-	s.route("GET /v1/schema", apikey.Read, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("GET /v1/schema", sgam.RoleRead, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		v, err := s.cfg.Store.Schema(r.Context(), c.tenant)
 		if err != nil {
 			return nil, err
 		}
 		return schemaAnswer(v), nil
 	})
-	s.route("POST /v1/schema", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/schema", sgam.RoleAdmin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		body, err := readBody(r)
 		if err != nil {
 			return nil, err
@@ -451,7 +450,7 @@ func (s *Server) moreRoutes() {
 		return schemaAnswer(v), nil
 	}, "dry_run")
 
-	s.route("POST /v1/replay", apikey.Admin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
+	s.route("POST /v1/replay", sgam.RoleAdmin, func(w http.ResponseWriter, r *http.Request, c caller) (any, error) {
 		body, err := readBody(r)
 		if err != nil {
 			return nil, err

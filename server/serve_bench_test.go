@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/server"
 	"github.com/sgam-dev/sgam/store/sqlite"
 )
@@ -34,9 +33,9 @@ func BenchmarkServeGet(b *testing.B) {
 	}
 	_, err = s.AssertMany(ctx, as)
 	require.NoError(b, err)
-	token, _, err := apikey.Create(ctx, s, "acme", apikey.Read, "bench", time.Now())
+	token, _, err := s.CreateKey(ctx, "acme", sgam.RoleRead, "bench")
 	require.NoError(b, err)
-	h, err := server.New(server.Config{Store: s, Keys: s, Logger: slog.New(slog.NewJSONHandler(discard{}, nil))})
+	h, err := server.New(server.Config{Store: s, Logger: slog.New(slog.NewJSONHandler(discard{}, nil))})
 	require.NoError(b, err)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/extract"
 	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/inspector"
@@ -32,8 +31,6 @@ type Config struct {
 	Extractor *extract.Extractor
 	// Recaller answers POST /v1/recall; nil makes one over Store on Clock.
 	Recaller *recall.Recaller
-	// Keys checks API keys; nil only with Dev.
-	Keys apikey.Store
 	// Dev serves without keys, every request as tenant DevTenant with the
 	// admin role. For local use only.
 	Dev       bool
@@ -64,7 +61,7 @@ type Server struct {
 	mux *http.ServeMux
 	// routes maps each registered pattern ("GET /v1/schema") to the role it
 	// needs ("" for none): what the OpenAPI document must say.
-	routes map[string]apikey.Role
+	routes map[string]sgam.Role
 	// params maps each pattern registered with route to the query
 	// parameters it takes (none: nil); any other is refused.
 	params  map[string][]string
@@ -78,9 +75,6 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("server: no store")
-	}
-	if cfg.Keys == nil && !cfg.Dev {
-		return nil, errors.New("server: no key store, and not in dev mode")
 	}
 	if cfg.Dev && cfg.DevTenant == "" {
 		cfg.DevTenant = sgam.DefaultTenant
@@ -109,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]apikey.Role{},
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), routes: map[string]sgam.Role{},
 		params: map[string][]string{}, limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: cfg.Metrics}
 	s.metrics.watch(cfg.Store)
 	s.ingest = ingest.New(cfg.Store, cfg.Extractor)
@@ -134,7 +128,7 @@ func (s *Server) Close(ctx context.Context) { s.ingest.Close(ctx) }
 // caller is who a request acts as.
 type caller struct {
 	tenant string
-	role   apikey.Role
+	role   sgam.Role
 	keyID  string
 }
 
@@ -150,7 +144,7 @@ type withStatus struct {
 
 // route registers pattern, needing role need ("": no key at all) and
 // taking the query parameters params (any other is refused).
-func (s *Server) route(pattern string, need apikey.Role, h handler, params ...string) {
+func (s *Server) route(pattern string, need sgam.Role, h handler, params ...string) {
 	s.routes[pattern] = need
 	s.params[pattern] = params
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -182,12 +176,12 @@ func (s *Server) route(pattern string, need apikey.Role, h handler, params ...st
 // admit authenticates r for a route needing role need ("": no key at all),
 // takes a token of the key's rate limit and bounds the body. When it
 // refuses, it has answered.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, need apikey.Role) (caller, bool) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, need sgam.Role) (caller, bool) {
 	var c caller
 	if need != "" {
 		var err error
 		if c, err = s.authenticate(r); err == nil {
-			err = apikey.Require(apikey.Key{Role: c.role}, need)
+			err = c.role.Require(need)
 		}
 		if err != nil {
 			writeError(w, err)
@@ -205,7 +199,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, need apikey.Role)
 // authenticate returns the caller of r from its bearer key.
 func (s *Server) authenticate(r *http.Request) (caller, error) {
 	if s.cfg.Dev {
-		return caller{tenant: s.cfg.DevTenant, role: apikey.Admin}, nil
+		return caller{tenant: s.cfg.DevTenant, role: sgam.RoleAdmin}, nil
 	}
 	// The scheme is case-insensitive (RFC 9110, 11.1): "bearer" is Bearer.
 	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
@@ -222,7 +216,7 @@ func (s *Server) authenticateToken(ctx context.Context, token string) (caller, e
 	k, ok := s.keys.get(token, now)
 	if !ok {
 		var err error
-		if k, err = apikey.Authenticate(ctx, s.cfg.Keys, token); err != nil {
+		if k, err = s.cfg.Store.Authenticate(ctx, token); err != nil {
 			return caller{}, err
 		}
 		s.keys.put(token, k, now)

@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/internal/pgtest"
 	"github.com/sgam-dev/sgam/server"
 	"github.com/sgam-dev/sgam/store/postgres"
@@ -30,16 +29,10 @@ import (
 // TestMain stops the throwaway PostgreSQL server pgtest may have started.
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// testStore is what both stores are: a ledger that also keeps API keys.
-type testStore interface {
-	sgam.Store
-	apikey.Store
-}
-
 // opener opens an empty store for t, closed when t ends, its operations
 // observed by m; clock and m may be nil (the store's default clock, no
 // observer).
-type opener func(t *testing.T, clock sgam.Clock, m *server.Metrics) testStore
+type opener func(t *testing.T, clock sgam.Clock, m *server.Metrics) sgam.Store
 
 // observer is m as a store's Observer (nil stays nil).
 func observer(m *server.Metrics) sgam.Observer {
@@ -55,13 +48,13 @@ var stores = []struct {
 	name string
 	open opener
 }{
-	{"sqlite", func(t *testing.T, clock sgam.Clock, m *server.Metrics) testStore {
+	{"sqlite", func(t *testing.T, clock sgam.Clock, m *server.Metrics) sgam.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{Clock: clock, Observer: observer(m)})
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s
 	}},
-	{"postgres", func(t *testing.T, clock sgam.Clock, m *server.Metrics) testStore {
+	{"postgres", func(t *testing.T, clock sgam.Clock, m *server.Metrics) sgam.Store {
 		s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{Clock: clock, Observer: observer(m)})
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
@@ -79,7 +72,7 @@ func eachStore(t *testing.T, test func(t *testing.T, open opener)) {
 type env struct {
 	t     *testing.T
 	url   string
-	store testStore
+	store sgam.Store
 	srv   *server.Server
 	logs  *bytes.Buffer
 	keys  map[string]string // name -> token
@@ -96,16 +89,16 @@ func newEnvWith(t *testing.T, open opener, clock sgam.Clock, configure func(*ser
 	e := &env{t: t, store: s, logs: &bytes.Buffer{}, keys: map[string]string{}}
 	for _, k := range []struct {
 		name, tenant string
-		role         apikey.Role
-	}{{"acme-write", "acme", apikey.Write}, {"acme-read", "acme", apikey.Read}, {"globex-admin", "globex", apikey.Admin}, {"acme-revoked", "acme", apikey.Admin}} {
-		token, key, err := apikey.Create(ctx, s, k.tenant, k.role, k.name, time.Now())
+		role         sgam.Role
+	}{{"acme-write", "acme", sgam.RoleWrite}, {"acme-read", "acme", sgam.RoleRead}, {"globex-admin", "globex", sgam.RoleAdmin}, {"acme-revoked", "acme", sgam.RoleAdmin}} {
+		token, key, err := s.CreateKey(ctx, k.tenant, k.role, k.name)
 		require.NoError(t, err)
 		e.keys[k.name] = token
 		if k.name == "acme-revoked" {
-			require.NoError(t, s.RevokeKey(ctx, "acme", key.ID, time.Now()))
+			require.NoError(t, s.RevokeKey(ctx, "acme", key.ID))
 		}
 	}
-	cfg := server.Config{Store: s, Keys: s, MaxBodyBytes: 4096, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Clock: clock, Metrics: m}
+	cfg := server.Config{Store: s, MaxBodyBytes: 4096, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Clock: clock, Metrics: m}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -359,7 +352,7 @@ func testSchemaRoutes(t *testing.T, open opener) {
 	code, _ := errorOf(t, body)
 	require.Equal(t, "forbidden", code)
 	// The test keys: acme has write/read; make an acme admin.
-	token, _, err := apikey.Create(context.Background(), e.store, "acme", apikey.Admin, "acme-admin", time.Now())
+	token, _, err := e.store.CreateKey(context.Background(), "acme", sgam.RoleAdmin, "acme-admin")
 	require.NoError(t, err)
 	e.keys["acme-admin"] = token
 	st, body = e.do("POST", "/v1/schema?dry_run=true", "acme-admin", schema)
@@ -446,11 +439,11 @@ func testRateLimitAndMetrics(t *testing.T, open opener) {
 	ctx := context.Background()
 	m := server.NewMetrics()
 	s := open(t, nil, m)
-	token, _, err := apikey.Create(ctx, s, "acme", apikey.Read, "", time.Now())
+	token, _, err := s.CreateKey(ctx, "acme", sgam.RoleRead, "")
 	require.NoError(t, err)
-	other, _, err := apikey.Create(ctx, s, "acme", apikey.Read, "", time.Now())
+	other, _, err := s.CreateKey(ctx, "acme", sgam.RoleRead, "")
 	require.NoError(t, err)
-	h, err := server.New(server.Config{Store: s, Keys: s, RateLimit: 1, Metrics: m})
+	h, err := server.New(server.Config{Store: s, RateLimit: 1, Metrics: m})
 	require.NoError(t, err)
 	get := func(path, key string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", path, nil)
@@ -609,12 +602,12 @@ func testRevocationWhileServing(t *testing.T, open opener) {
 	for _, ttl := range []time.Duration{-1, 200 * time.Millisecond} {
 		e := newEnvWith(t, open, nil, func(c *server.Config) { c.KeyCacheTTL = ttl })
 		ctx := context.Background()
-		token, k, err := apikey.Create(ctx, e.store, "acme", apikey.Read, "later-revoked", time.Now())
+		token, k, err := e.store.CreateKey(ctx, "acme", sgam.RoleRead, "later-revoked")
 		require.NoError(t, err)
 		e.keys["later-revoked"] = token
 		st, _ := e.do("GET", "/v1/episodes", "later-revoked", "")
 		require.Equal(t, 200, st)
-		require.NoError(t, e.store.RevokeKey(ctx, "acme", k.ID, time.Now()))
+		require.NoError(t, e.store.RevokeKey(ctx, "acme", k.ID))
 		if ttl > 0 {
 			st, _ = e.do("GET", "/v1/episodes", "later-revoked", "")
 			require.Equal(t, 200, st, "still trusted from the cache")
@@ -703,7 +696,7 @@ func testHeldWriteAnswersFactNull(t *testing.T, open opener) {
 func TestSlowBody(t *testing.T) {
 	logs := &bytes.Buffer{}
 	s := stores[0].open(t, nil, nil)
-	h, err := server.New(server.Config{Store: s, Keys: s, Dev: true, DevTenant: "acme", Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	h, err := server.New(server.Config{Store: s, Dev: true, DevTenant: "acme", Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	require.NoError(t, err)
 	ts := httptest.NewUnstartedServer(h)
 	ts.Config.ReadTimeout = 300 * time.Millisecond

@@ -32,9 +32,17 @@ type Options struct {
 	Progress func(what string, done, total int)
 }
 
+// Store is a store Open returns: every role, and the optional vector
+// capability, which both stores have.
+type Store interface {
+	sgam.Store
+	sgam.VectorSearch
+	sgam.Embeddings
+}
+
 // Open opens the store named by dsn: a postgres:// URL, or a file path
 // (created if missing, unless MustExist) for the embedded SQLite store.
-func Open(ctx context.Context, dsn string, opts Options) (sgam.Store, error) {
+func Open(ctx context.Context, dsn string, opts Options) (Store, error) {
 	if IsPostgres(dsn) {
 		return postgres.Open(ctx, dsn, postgres.Options{Clock: opts.Clock, Limits: opts.Limits, MustExist: opts.MustExist, Observer: opts.Observer})
 	}

@@ -30,9 +30,10 @@ type RunOptions struct {
 	// Clock is recall's now; default the system clock (the store's, which
 	// recorded the episodes: recall searches what was recorded by now).
 	Clock sgam.Clock
-	// Embedder, when set, makes recall fuse vector search with the
-	// lexical (the episodes must be embedded: Embed).
+	// Embedder, when set with Vectors, makes recall fuse vector search
+	// with the lexical (the episodes must be embedded: Embed).
 	Embedder llm.Embedder
+	Vectors  sgam.VectorSearch
 }
 
 // Results are the figures of a run: every conversation together, and
@@ -123,9 +124,7 @@ func Run(ctx context.Context, s Store, convs []Conversation, opts RunOptions) (*
 		clock = sgam.SystemClock{}
 	}
 	r := recall.New(s).WithClock(clock)
-	if opts.Embedder != nil {
-		r.WithEmbedder(opts.Embedder)
-	}
+	r.WithEmbedder(opts.Embedder, opts.Vectors)
 	res := &Results{All: &Report{}, Tuned: &Report{}, Unseen: &Report{}}
 	total := 0
 	for _, c := range convs {

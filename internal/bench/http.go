@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/store"
 )
 
@@ -258,10 +257,6 @@ func seed(ctx context.Context, db string, opts HTTPOptions) (token string, quest
 			err = cerr
 		}
 	}()
-	ks, ok := s.(apikey.Store)
-	if !ok {
-		return "", nil, 0, errors.New("this store keeps no API keys")
-	}
 	n := opts.Facts
 	phase := fmt.Sprintf("seeding %d facts (%d subjects × %d attributes)", n, n/AttributesPerSubject, AttributesPerSubject)
 	batch := make([]sgam.Assertion, 0, 1000)
@@ -302,7 +297,7 @@ func seed(ctx context.Context, db string, opts HTTPOptions) (token string, quest
 		}
 		opts.Progress(phase, j+k, episodes)
 	}
-	token, _, err = apikey.Create(ctx, ks, opts.Tenant, apikey.Write, "sgam bench http", time.Now())
+	token, _, err = s.CreateKey(ctx, opts.Tenant, sgam.RoleWrite, "sgam bench http")
 	return token, questions, perS, err
 }
 

@@ -247,7 +247,7 @@ func envOr(name, def string) string {
 }
 
 // open opens the store named by --db, creating it if needed.
-func (a *app) open(clock sgam.Clock) (sgam.Store, error) {
+func (a *app) open(clock sgam.Clock) (store.Store, error) {
 	return store.Open(a.ctx, a.db, store.Options{Clock: clock, Progress: a.upgradeProgress()})
 }
 
@@ -265,7 +265,7 @@ func (a *app) upgradeProgress() func(what string, done, total int) {
 
 // openExisting opens the store named by --db for a command that only reads:
 // a mistyped path is an error, not a new empty database.
-func (a *app) openExisting() (sgam.Store, error) {
+func (a *app) openExisting() (store.Store, error) {
 	return store.Open(a.ctx, a.db, store.Options{MustExist: true, Progress: a.upgradeProgress()})
 }
 

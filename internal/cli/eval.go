@@ -96,7 +96,7 @@ first and the figures are those of lexical and vector search fused.`,
 				if err := locomo.Embed(a.ctx, s, emb, n, func(done, total int) { p.update("embedding episodes", done, total) }); err != nil {
 					return err
 				}
-				opts.Embedder, search = emb, "lexical+vector ("+emb.Model()+")"
+				opts.Embedder, opts.Vectors, search = emb, s, "lexical+vector ("+emb.Model()+")"
 			}
 			res, err := locomo.Run(a.ctx, s, convs, opts)
 			p.finish()

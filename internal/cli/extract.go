@@ -18,6 +18,7 @@ import (
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/queue"
 	"github.com/sgam-dev/sgam/recall"
+	"github.com/sgam-dev/sgam/store"
 )
 
 // llmFlags are the model flags of a command that extracts. The API key
@@ -147,7 +148,7 @@ func (f *queueFlags) check() error {
 // openQueue opens the queue of --db over s with the model m (may be nil).
 // A --job-timeout shorter than the model's worst case, or a
 // --rescue-after not longer than the job timeout, is refused.
-func (a *app) openQueue(s sgam.Store, m llm.Model, qf queueFlags) (*queue.Queue, error) {
+func (a *app) openQueue(s store.Store, m llm.Model, qf queueFlags) (*queue.Queue, error) {
 	cfg := queue.Config{Workers: qf.workers, PollInterval: 200 * time.Millisecond, JobTimeout: qf.jobTimeout, RescueAfter: qf.rescueAfter,
 		BudgetRecheck: qf.budgetRecheck, MaxAttempts: qf.maxAttempts,
 		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
@@ -156,7 +157,7 @@ func (a *app) openQueue(s sgam.Store, m llm.Model, qf queueFlags) (*queue.Queue,
 		return nil, err
 	}
 	if emb != nil {
-		cfg.Embedder = emb
+		cfg.Embedder, cfg.Embeddings = emb, s
 	}
 	q, err := queue.Open(a.ctx, a.db, s, extract.New(s, m), cfg)
 	return q, sgam.RenameField(sgam.RenameField(err, "job_timeout", "--job-timeout"), "rescue_after", "--rescue-after")
@@ -491,7 +492,7 @@ func (a *app) printSummary(s ingest.Summary) {
 // runAndWait works the queue in this process with workers until every
 // episode of refs has ended since an instant, showing progress, and
 // returns the summary.
-func (a *app) runAndWait(s sgam.Store, m llm.Model, qf queueFlags, refs []queue.Ref, since time.Time) (ingest.Summary, error) {
+func (a *app) runAndWait(s store.Store, m llm.Model, qf queueFlags, refs []queue.Ref, since time.Time) (ingest.Summary, error) {
 	q, err := a.openQueue(s, m, qf)
 	if err != nil {
 		return ingest.Summary{}, err
@@ -524,14 +525,10 @@ func (a *app) embedder() (llm.Embedder, error) {
 
 // recaller is recall over s, with vectors when an embedding endpoint is
 // configured.
-func (a *app) recaller(s sgam.Store) (*recall.Recaller, error) {
-	r := recall.New(s)
+func (a *app) recaller(s store.Store) (*recall.Recaller, error) {
 	emb, err := a.embedder()
 	if err != nil {
 		return nil, err
 	}
-	if emb != nil {
-		r.WithEmbedder(emb)
-	}
-	return r, nil
+	return recall.New(s).WithEmbedder(emb, s), nil
 }

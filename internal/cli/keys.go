@@ -2,12 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 )
 
 func (a *app) keysCommand() *cobra.Command {
@@ -32,7 +30,7 @@ secret is stored: the key is printed once, by 'sgam keys create'.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.withFields(map[string]string{"role": "--role", "name": "--name"})
-			r, err := apikey.ParseRole("--role", role)
+			r, err := sgam.ParseRole(role)
 			if err != nil {
 				return err
 			}
@@ -41,11 +39,7 @@ secret is stored: the key is printed once, by 'sgam keys create'.`,
 				return err
 			}
 			defer s.Close()
-			ks, ok := s.(apikey.Store)
-			if !ok {
-				return sgam.Errorf(sgam.Internal, "", "this store keeps no API keys")
-			}
-			token, k, err := apikey.Create(a.ctx, ks, a.tenant, r, name, time.Now())
+			token, k, err := s.CreateKey(a.ctx, a.tenant, r, name)
 			if err != nil {
 				return err
 			}
@@ -70,15 +64,11 @@ secret is stored: the key is printed once, by 'sgam keys create'.`,
 				return err
 			}
 			defer s.Close()
-			ks, ok := s.(apikey.Store)
-			if !ok {
-				return sgam.Errorf(sgam.Internal, "", "this store keeps no API keys")
-			}
-			keys, err := ks.ListKeys(a.ctx, a.tenant)
+			keys, err := s.ListKeys(a.ctx, a.tenant)
 			if err != nil {
 				return err
 			}
-			return printList(a, keys, "(no keys)", "KEY ID\tROLE\tNAME\tCREATED\tREVOKED", func(k apikey.Key) []any {
+			return printList(a, keys, "(no keys)", "KEY ID\tROLE\tNAME\tCREATED\tREVOKED", func(k sgam.APIKey) []any {
 				return []any{k.ID, k.Role, k.Name, fmtTime(k.CreatedAt), fmtEnd(k.RevokedAt, "-")}
 			})
 		},
@@ -89,19 +79,12 @@ secret is stored: the key is printed once, by 'sgam keys create'.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.withFields(map[string]string{"key_id": "KEY_ID"})
-			if err := apikey.CheckID("KEY_ID", args[0]); err != nil {
-				return err
-			}
 			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			ks, ok := s.(apikey.Store)
-			if !ok {
-				return sgam.Errorf(sgam.Internal, "", "this store keeps no API keys")
-			}
-			if err := ks.RevokeKey(a.ctx, a.tenant, args[0], time.Now()); err != nil {
+			if err := s.RevokeKey(a.ctx, a.tenant, args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "revoked %s\n", args[0])

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/mcpserver"
 )
 
@@ -54,8 +53,8 @@ Over HTTP, 'sgam serve' offers the same tools at /mcp, bound to the tenant
 and role of the caller's API key.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r := apikey.Role(role)
-			if r != apikey.Read && r != apikey.Write {
+			r := sgam.Role(role)
+			if r != sgam.RoleRead && r != sgam.RoleWrite {
 				return sgam.Errorf(sgam.Invalid, "--role", "must be read or write, not %q", role)
 			}
 			if err := sgam.CheckEpisodeKind("--episode-kind", kind); err != nil {
@@ -84,7 +83,7 @@ and role of the caller's API key.`,
 			return err
 		},
 	}
-	c.Flags().StringVar(&role, "role", string(apikey.Write), "read (recall, history, trace) or write (also observe, remember, forget_value)")
+	c.Flags().StringVar(&role, "role", string(sgam.RoleWrite), "read (recall, history, trace) or write (also observe, remember, forget_value)")
 	c.Flags().StringVar(&kind, "episode-kind", sgam.KindMessage, "kind of the episodes observe, remember and forget_value capture")
 	return c
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 	"github.com/sgam-dev/sgam/extract"
 	"github.com/sgam-dev/sgam/server"
 	"github.com/sgam-dev/sgam/store"
@@ -97,13 +96,12 @@ capture works and nothing is extracted.`,
 				return err
 			}
 			defer s.Close()
-			keys, _ := s.(apikey.Store)
 			log := slog.New(slog.NewJSONHandler(a.stderr, nil))
 			rc, err := a.recaller(s)
 			if err != nil {
 				return err
 			}
-			h, err := server.New(server.Config{Store: s, Extractor: extract.New(s, model), Recaller: rc, Keys: keys, Dev: dev, DevTenant: a.tenant,
+			h, err := server.New(server.Config{Store: s, Extractor: extract.New(s, model), Recaller: rc, Dev: dev, DevTenant: a.tenant,
 				MaxBodyBytes: maxBody, RateLimit: rateLimit, ExpireEvery: expireEvery, Logger: log, Metrics: metrics})
 			if err != nil {
 				return err

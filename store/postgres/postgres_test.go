@@ -29,6 +29,10 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, newStore)
 }
 
+func TestVectorConformance(t *testing.T) {
+	storetest.RunVectors(t, newStore)
+}
+
 func BenchmarkStore(b *testing.B) {
 	storetest.Benchmark(b, newStore)
 }

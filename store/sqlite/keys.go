@@ -4,27 +4,28 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
+	"github.com/sgam-dev/sgam/store/internal/engine"
 )
 
-var _ apikey.Store = (*Store)(nil)
+// InsertKey implements engine.Tx.
+func (t *tx) InsertKey(k engine.StoredKey) error {
+	_, err := t.exec("create key", `INSERT INTO api_keys (key_id, tenant, role, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		k.ID, k.Tenant, string(k.Role), k.Name, k.Hash, sgam.Micros(k.CreatedAt))
+	return err
+}
 
-// InsertKey implements apikey.Store.
-func (s *Store) InsertKey(ctx context.Context, k apikey.Stored) error {
-	return s.d.writeOnly(ctx, func(t *tx) error {
-		_, err := t.exec("create key", `INSERT INTO api_keys (key_id, tenant, role, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			k.ID, k.Tenant, string(k.Role), k.Name, k.Hash, sgam.Micros(k.CreatedAt))
-		return err
-	})
+// RevokeKey implements engine.Tx.
+func (t *tx) RevokeKey(tenant, id string, at int64) (bool, error) {
+	n, err := t.exec("revoke key", `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE tenant = ? AND key_id = ?`, at, tenant, id)
+	return n == 1, err
 }
 
 const keyColumns = `key_id, tenant, role, name, created_at, revoked_at`
 
-func scanKey(sc scanner, extra ...any) (apikey.Key, error) {
-	var k apikey.Key
+func scanKey(sc scanner, extra ...any) (sgam.APIKey, error) {
+	var k sgam.APIKey
 	var created int64
 	var revoked sql.NullInt64
 	if err := sc.Scan(append([]any{&k.ID, &k.Tenant, &k.Role, &k.Name, &created, &revoked}, extra...)...); err != nil {
@@ -34,29 +35,23 @@ func scanKey(sc scanner, extra ...any) (apikey.Key, error) {
 	return k, nil
 }
 
-// KeyByID implements apikey.Store.
-func (s *Store) KeyByID(ctx context.Context, id string) (apikey.Stored, error) {
-	var st apikey.Stored
-	k, err := scanKey(s.d.rdb.QueryRowContext(ctx, `SELECT `+keyColumns+`, secret_hash FROM api_keys WHERE key_id = ?`, id), &st.Hash)
-	st.Key = k
-	_, ok, err := found(k, err, "read key")
-	if err == nil && !ok {
-		err = sgam.Errorf(sgam.NotFound, "key_id", "there is no key %s", id)
-	}
-	return st, mapErr(err)
+// APIKey implements engine.Reader.
+func (s *db) APIKey(ctx context.Context, id string) (engine.StoredKey, bool, error) {
+	var st engine.StoredKey
+	k, err := scanKey(s.queryRow(ctx, `SELECT `+keyColumns+`, secret_hash FROM api_keys WHERE key_id = ?`, id), &st.Hash)
+	st.APIKey = k
+	st, ok, err := found(st, err, "read key")
+	return st, ok, mapErr(err)
 }
 
-// ListKeys implements apikey.Store.
-func (s *Store) ListKeys(ctx context.Context, tenant string) ([]apikey.Key, error) {
-	if err := sgam.CheckTenant(tenant); err != nil {
-		return nil, err
-	}
-	rows, err := s.d.rdb.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE tenant = ? ORDER BY created_at, key_id`, tenant)
+// APIKeys implements engine.Reader.
+func (s *db) APIKeys(ctx context.Context, tenant string) ([]sgam.APIKey, error) {
+	rows, err := s.query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE tenant = ? ORDER BY created_at, key_id`, tenant)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list keys: %w", err))
 	}
 	defer rows.Close()
-	out := []apikey.Key{}
+	out := []sgam.APIKey{}
 	for rows.Next() {
 		k, err := scanKey(rows)
 		if err != nil {
@@ -65,18 +60,6 @@ func (s *Store) ListKeys(ctx context.Context, tenant string) ([]apikey.Key, erro
 		out = append(out, k)
 	}
 	return out, mapErr(rows.Err())
-}
-
-// RevokeKey implements apikey.Store.
-func (s *Store) RevokeKey(ctx context.Context, tenant, id string, at time.Time) error {
-	return s.d.writeOnly(ctx, func(t *tx) error {
-		n, err := t.exec("revoke key", `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE tenant = ? AND key_id = ?`,
-			sgam.Micros(at), tenant, id)
-		if err == nil && n != 1 {
-			err = sgam.Errorf(sgam.NotFound, "key_id", "tenant %s has no key %s", tenant, id)
-		}
-		return err
-	})
 }
 
 // writeOnly runs fn in a write transaction of this driver's own.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,11 +16,29 @@ import (
 	"github.com/sgam-dev/sgam"
 )
 
-func runEmbeddings(t *testing.T, newStore Factory) {
+// VectorStore is a store with the optional vector capability.
+type VectorStore interface {
+	sgam.Store
+	sgam.VectorSearch
+	sgam.Embeddings
+}
+
+// vectors is the store's vector capability, for the vector section.
+func (b *bundle) vectors() VectorStore {
+	b.t.Helper()
+	v, ok := b.store.(VectorStore)
+	require.True(b.t, ok, "the vector section runs on stores with vectors (sgam.VectorSearch, sgam.Embeddings)")
+	return v
+}
+
+// RunVectors runs the conformance section of the optional vector
+// capability (sgam.VectorSearch, sgam.Embeddings) against stores from
+// newStore, which must have it.
+func RunVectors(t *testing.T, newStore Factory) {
 	const m1, m2 = "embed-1", "embed-2"
 	put := func(b *bundle, model string, vs ...sgam.EpisodeVector) int {
 		b.t.Helper()
-		n, err := b.store.PutEmbeddings(b.ctx, model, vs)
+		n, err := b.vectors().PutEmbeddings(b.ctx, model, vs)
 		require.NoError(b.t, err)
 		return n
 	}
@@ -30,7 +49,7 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 	// tenant's and has no snippet.
 	nearest := func(b *bundle, q sgam.VectorQuery) []string {
 		b.t.Helper()
-		hits, err := b.store.NearestEpisodes(b.ctx, q)
+		hits, err := b.vectors().NearestEpisodes(b.ctx, q)
 		require.NoError(b.t, err)
 		ids := []string{}
 		for i, h := range hits {
@@ -46,7 +65,7 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 	}
 	toEmbed := func(b *bundle, model string, limit int) [][2]string {
 		b.t.Helper()
-		eps, err := b.store.EpisodesToEmbed(b.ctx, model, limit)
+		eps, err := b.vectors().EpisodesToEmbed(b.ctx, model, limit)
 		require.NoError(b.t, err)
 		out := [][2]string{}
 		for _, e := range eps {
@@ -68,7 +87,7 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 			vec(tenantA, "e3", 0, 1, 0),
 			vec(tenantA, "e4", -1, 0, 0)))
 		q := sgam.VectorQuery{Tenant: tenantA, Model: m1, Vector: []float32{3, 0, 0}}
-		hits, err := b.store.NearestEpisodes(b.ctx, q)
+		hits, err := b.vectors().NearestEpisodes(b.ctx, q)
 		require.NoError(t, err)
 		require.Len(t, hits, 4)
 		want := []struct {
@@ -94,7 +113,7 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 		b.assert(key(tenantA, "door", "color"), `"red"`, "2026-01-01T00:00:00Z", "e9")
 		require.Equal(t, 1, put(b, m1, vec(tenantA, "gone", 1, 0, 0), vec(tenantA, "e9", 1, 0, 0), vec(tenantA, "e2", 0, 0, 1)))
 		require.Equal(t, []string{"e1", "e3", "e2", "e4"}, nearest(b, q))
-		n, err := b.store.PutEmbeddings(b.ctx, m1, nil)
+		n, err := b.vectors().PutEmbeddings(b.ctx, m1, nil)
 		require.NoError(t, err)
 		require.Zero(t, n)
 		b.requireClean()
@@ -113,7 +132,7 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 			vec(tenantB, "e1", 1, 0), vec(tenantB, "b9", 1, 0)))
 		require.Equal(t, []string{"e2", "e1"}, nearest(b, sgam.VectorQuery{Tenant: tenantA, Model: m1, Vector: []float32{1, 0}}))
 		require.Equal(t, []string{"b9", "e1"}, nearest(b, sgam.VectorQuery{Tenant: tenantB, Model: m1, Vector: []float32{1, 0}}))
-		hits, err := b.store.NearestEpisodes(b.ctx, sgam.VectorQuery{Tenant: tenantA, Model: m1, Vector: []float32{1, 0}, Limit: 1})
+		hits, err := b.vectors().NearestEpisodes(b.ctx, sgam.VectorQuery{Tenant: tenantA, Model: m1, Vector: []float32{1, 0}, Limit: 1})
 		require.NoError(t, err)
 		require.Equal(t, "acme two", hits[0].Episode.Content)
 		require.Empty(t, nearest(b, sgam.VectorQuery{Tenant: "initech", Model: m1, Vector: []float32{1, 0}}))
@@ -134,21 +153,21 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 		require.Equal(t, []string{"e2", "e1"}, nearest(b, sgam.VectorQuery{Tenant: tenantA, Model: m2, Vector: []float32{1, 0}}))
 		require.Empty(t, nearest(b, sgam.VectorQuery{Tenant: tenantA, Model: "embed-3", Vector: []float32{1, 0}}))
 
-		n, err := b.store.DropEmbeddings(b.ctx, m2)
+		n, err := b.vectors().DropEmbeddings(b.ctx, m2)
 		require.NoError(t, err)
 		require.Equal(t, 2, n, "m1's vectors")
 		require.Empty(t, nearest(b, sgam.VectorQuery{Tenant: tenantA, Model: m1, Vector: []float32{1, 0, 0}}))
 		require.Equal(t, []string{"e2", "e1"}, nearest(b, sgam.VectorQuery{Tenant: tenantA, Model: m2, Vector: []float32{1, 0}}))
 		// With m1's vectors gone, m1 may come back with another dimension.
 		put(b, m1, vec(tenantA, "e1", 1, 0, 0, 0))
-		n, err = b.store.DropEmbeddings(b.ctx, "")
+		n, err = b.vectors().DropEmbeddings(b.ctx, "")
 		require.NoError(t, err)
 		require.Equal(t, 3, n, "every model's")
 		require.Empty(t, nearest(b, sgam.VectorQuery{Tenant: tenantA, Model: m2, Vector: []float32{1, 0}}))
-		n, err = b.store.DropEmbeddings(b.ctx, "")
+		n, err = b.vectors().DropEmbeddings(b.ctx, "")
 		require.NoError(t, err)
 		require.Zero(t, n)
-		_, err = b.store.DropEmbeddings(b.ctx, " x")
+		_, err = b.vectors().DropEmbeddings(b.ctx, " x")
 		requireCode(t, err, sgam.Invalid, "keep")
 	})
 
@@ -179,16 +198,16 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 
 		// A dimension other than the stored one is refused, naming the
 		// vector, and nothing of the batch is stored.
-		_, err := b.store.PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{vec(tenantA, "e2", 1, 0, 0, 0)})
+		_, err := b.vectors().PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{vec(tenantA, "e2", 1, 0, 0, 0)})
 		requireCode(t, err, sgam.Invalid, "vectors[0].vector")
-		_, err = b.store.PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{vec(tenantB, "e1", 1, 0), vec(tenantA, "e2", 1, 0)})
+		_, err = b.vectors().PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{vec(tenantB, "e1", 1, 0), vec(tenantA, "e2", 1, 0)})
 		requireCode(t, err, sgam.Invalid, "vectors[1].vector")
-		_, err = b.store.PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{vec(tenantB, "e1", 1, 0), vec(tenantB, "e1", 0, 1)})
+		_, err = b.vectors().PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{vec(tenantB, "e1", 1, 0), vec(tenantB, "e1", 0, 1)})
 		requireCode(t, err, sgam.Invalid, "vectors[1]")
-		_, err = b.store.PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{vec(tenantB, "e1", 1, 0), vec(tenantB, "e2", 0, 1, 0)})
+		_, err = b.vectors().PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{vec(tenantB, "e1", 1, 0), vec(tenantB, "e2", 0, 1, 0)})
 		requireCode(t, err, sgam.Invalid, "vectors[1].vector")
 		require.Empty(t, nearest(b, sgam.VectorQuery{Tenant: tenantB, Model: m1, Vector: []float32{1, 0}}), "nothing of a refused batch")
-		_, err = b.store.NearestEpisodes(b.ctx, sgam.VectorQuery{Tenant: tenantA, Model: m1, Vector: []float32{1, 0}})
+		_, err = b.vectors().NearestEpisodes(b.ctx, sgam.VectorQuery{Tenant: tenantA, Model: m1, Vector: []float32{1, 0}})
 		requireCode(t, err, sgam.Invalid, "vector")
 		// Another tenant's dimension is its own.
 		require.Equal(t, 1, put(b, m1, vec(tenantB, "e1", 1, 0)))
@@ -207,12 +226,12 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 			{vec("", "e2", 1, 0, 0), "vectors[0].tenant"},
 			{vec(tenantA, "", 1, 0, 0), "vectors[0].episode_id"},
 		} {
-			_, err := b.store.PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{c.v})
+			_, err := b.vectors().PutEmbeddings(b.ctx, m1, []sgam.EpisodeVector{c.v})
 			requireCode(t, err, sgam.Invalid, c.field)
 		}
-		_, err = b.store.PutEmbeddings(b.ctx, "", []sgam.EpisodeVector{vec(tenantA, "e2", 1, 0, 0)})
+		_, err = b.vectors().PutEmbeddings(b.ctx, "", []sgam.EpisodeVector{vec(tenantA, "e2", 1, 0, 0)})
 		requireCode(t, err, sgam.Invalid, "model")
-		_, err = b.store.PutEmbeddings(b.ctx, m1, make([]sgam.EpisodeVector, sgam.MaxEmbeddingBatch+1))
+		_, err = b.vectors().PutEmbeddings(b.ctx, m1, make([]sgam.EpisodeVector, sgam.MaxEmbeddingBatch+1))
 		requireCode(t, err, sgam.Invalid, "vectors")
 
 		q := sgam.VectorQuery{Tenant: tenantA, Model: m1, Vector: []float32{1, 0, 0}}
@@ -230,14 +249,14 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 		} {
 			bad := q
 			c.tweak(&bad)
-			_, err := b.store.NearestEpisodes(b.ctx, bad)
+			_, err := b.vectors().NearestEpisodes(b.ctx, bad)
 			requireCode(t, err, sgam.Invalid, c.field)
 		}
-		_, err = b.store.EpisodesToEmbed(b.ctx, m1, 0)
+		_, err = b.vectors().EpisodesToEmbed(b.ctx, m1, 0)
 		requireCode(t, err, sgam.Invalid, "limit")
-		_, err = b.store.EpisodesToEmbed(b.ctx, m1, sgam.MaxEmbeddingBatch+1)
+		_, err = b.vectors().EpisodesToEmbed(b.ctx, m1, sgam.MaxEmbeddingBatch+1)
 		requireCode(t, err, sgam.Invalid, "limit")
-		_, err = b.store.EpisodesToEmbed(b.ctx, "", 1)
+		_, err = b.vectors().EpisodesToEmbed(b.ctx, "", 1)
 		requireCode(t, err, sgam.Invalid, "model")
 	})
 
@@ -283,6 +302,31 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 		require.Len(t, toEmbed(c, m1, 10), 4)
 	})
 
+	t.Run("Observer", func(t *testing.T) {
+		runObserver(t, newStore, reflect.TypeFor[sgam.VectorSearch](), reflect.TypeFor[sgam.Embeddings]())
+	})
+
+	t.Run("Expire", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		_, err := b.store.ApplyDefaultSchema(b.ctx, []byte(expireSchema), false)
+		require.NoError(t, err)
+		for _, tenant := range []string{tenantA, tenantB} {
+			for _, e := range []struct{ id, retention string }{{"sess1", "session"}, {"keep", ""}} {
+				_, err := b.store.AddEpisode(b.ctx, sgam.Episode{Tenant: tenant, ID: e.id, Content: "said in " + e.id, Retention: e.retention})
+				require.NoError(t, err)
+			}
+			put(b, m1, vec(tenant, "sess1", 1, 0), vec(tenant, "keep", 0, 1))
+		}
+		b.tick("2026-02-01T00:00:00Z")
+		_, err = b.store.Expire(b.ctx)
+		require.NoError(t, err)
+		for _, tenant := range []string{tenantA, tenantB} {
+			require.Equal(t, []string{"keep"}, nearest(b, sgam.VectorQuery{Tenant: tenant, Model: m1, Vector: []float32{1, 0}, Limit: 10}),
+				"%s: the expired episode's vector went with it", tenant)
+		}
+	})
+
 	t.Run("Forget", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
@@ -314,7 +358,7 @@ func runEmbeddings(t *testing.T, newStore Factory) {
 		qa.Model = m2
 		require.Empty(t, nearest(b, qa), "every model's")
 		require.Equal(t, []string{"e1", "e2"}, nearest(b, qb))
-		n, err := b.store.DropEmbeddings(b.ctx, "")
+		n, err := b.vectors().DropEmbeddings(b.ctx, "")
 		require.NoError(t, err)
 		require.Equal(t, 4, n, "only B's are left")
 
@@ -349,7 +393,7 @@ func BenchmarkNearest(b *testing.B, newStore Factory) {
 		for _, d := range dims {
 			b.Run(fmt.Sprintf("vectors=%d/dims=%d", n, d), func(b *testing.B) {
 				ctx := b.Context()
-				store := newStore(b, Options{})
+				store := newStore(b, Options{}).(VectorStore)
 				rng := rand.New(rand.NewPCG(uint64(n), uint64(d)))
 				random := func() []float32 {
 					v := make([]float32, d)

@@ -3,33 +3,30 @@ package storetest
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
-	"github.com/sgam-dev/sgam/apikey"
 )
 
 func runKeys(t *testing.T, newStore Factory) {
 	b := setup(t, newStore)
-	st, ok := b.store.(apikey.Store)
-	require.True(t, ok, "every store keeps API keys")
-	now := b.at("2026-01-01T00:00:00Z")
+	st := b.store
 
-	token, k, err := apikey.Create(b.ctx, st, tenantA, apikey.Write, "agent", now)
+	token, k, err := st.CreateKey(b.ctx, tenantA, sgam.RoleWrite, "agent")
 	require.NoError(t, err)
 	require.Contains(t, token, k.ID)
-	other, _, err := apikey.Create(b.ctx, st, tenantB, apikey.Read, "", now)
+	require.True(t, k.CreatedAt.Equal(b.clock.Now()), "created at the store clock's now")
+	other, _, err := st.CreateKey(b.ctx, tenantB, sgam.RoleRead, "")
 	require.NoError(t, err)
 
-	got, err := apikey.Authenticate(b.ctx, st, token)
+	got, err := st.Authenticate(b.ctx, token)
 	require.NoError(t, err)
 	require.Equal(t, tenantA, got.Tenant, "the tenant comes from the key")
-	require.Equal(t, apikey.Write, got.Role)
-	require.NoError(t, apikey.Require(got, apikey.Read))
-	requireCode(t, apikey.Require(got, apikey.Admin), sgam.Forbidden, "")
-	got, err = apikey.Authenticate(b.ctx, st, other)
+	require.Equal(t, sgam.RoleWrite, got.Role)
+	require.NoError(t, got.Role.Require(sgam.RoleRead))
+	requireCode(t, got.Role.Require(sgam.RoleAdmin), sgam.Forbidden, "authorization")
+	got, err = st.Authenticate(b.ctx, other)
 	require.NoError(t, err)
 	require.Equal(t, tenantB, got.Tenant)
 
@@ -39,8 +36,8 @@ func runKeys(t *testing.T, newStore Factory) {
 	}
 	for _, bad := range []string{"", "sgam_", token[:len(token)-1] + last, token + "x", "Bearer " + token,
 		"sgam_" + k.ID + "_" + "00000000000000000000000000000000"} {
-		_, err := apikey.Authenticate(b.ctx, st, bad)
-		requireCode(t, err, sgam.Unauthenticated, "")
+		_, err := st.Authenticate(b.ctx, bad)
+		requireCode(t, err, sgam.Unauthenticated, "authorization")
 	}
 
 	list, err := st.ListKeys(b.ctx, tenantA)
@@ -49,17 +46,24 @@ func runKeys(t *testing.T, newStore Factory) {
 	require.Equal(t, k.ID, list[0].ID)
 	require.Nil(t, list[0].RevokedAt)
 
-	requireCode(t, st.RevokeKey(b.ctx, tenantB, k.ID, now), sgam.NotFound, "key_id")
-	_, err = apikey.Authenticate(b.ctx, st, token)
+	requireCode(t, st.RevokeKey(b.ctx, tenantB, k.ID), sgam.NotFound, "key_id")
+	_, err = st.Authenticate(b.ctx, token)
 	require.NoError(t, err, "another tenant cannot revoke it")
-	require.NoError(t, st.RevokeKey(b.ctx, tenantA, k.ID, now.Add(time.Hour)))
-	require.NoError(t, st.RevokeKey(b.ctx, tenantA, k.ID, now.Add(2*time.Hour)), "revoking again changes nothing")
-	_, err = apikey.Authenticate(b.ctx, st, token)
-	requireCode(t, err, sgam.Unauthenticated, "")
+	b.tick("2026-01-01T01:00:00Z")
+	require.NoError(t, st.RevokeKey(b.ctx, tenantA, k.ID))
+	b.tick("2026-01-01T02:00:00Z")
+	require.NoError(t, st.RevokeKey(b.ctx, tenantA, k.ID), "revoking again changes nothing")
+	_, err = st.Authenticate(b.ctx, token)
+	requireCode(t, err, sgam.Unauthenticated, "authorization")
 	list, err = st.ListKeys(b.ctx, tenantA)
 	require.NoError(t, err)
-	require.True(t, list[0].RevokedAt.Equal(now.Add(time.Hour)))
+	require.True(t, list[0].RevokedAt.Equal(b.at("2026-01-01T01:00:00Z")))
 
-	_, _, err = apikey.Create(b.ctx, st, tenantA, apikey.Role("root"), "", now)
+	_, _, err = st.CreateKey(b.ctx, tenantA, sgam.Role("root"), "")
 	requireCode(t, err, sgam.Invalid, "role")
+	_, _, err = st.CreateKey(b.ctx, tenantA, sgam.RoleRead, "tab\there")
+	requireCode(t, err, sgam.Invalid, "name")
+	requireCode(t, st.RevokeKey(b.ctx, tenantA, "short"), sgam.Invalid, "key_id")
+	_, err = st.ListKeys(b.ctx, "")
+	requireCode(t, err, sgam.Invalid, "tenant")
 }

@@ -24,31 +24,37 @@ func (c *counter) StoreOp(op string, _ time.Duration, _ error) {
 	c.mu.Unlock()
 }
 
-// runObserver: the store tells its observer of every call of every
-// sgam.Store method but Close, once, under the method's name.
-func runObserver(t *testing.T, newStore Factory) {
+// runObserver: the store tells its observer of every call of every method
+// of the roles (default: sgam.Store) but Close, once, under the method's
+// name.
+func runObserver(t *testing.T, newStore Factory, roles ...reflect.Type) {
+	if len(roles) == 0 {
+		roles = []reflect.Type{reflect.TypeFor[sgam.Store]()}
+	}
 	c := &counter{ops: map[string]int{}}
 	st := newStore(t, Options{Observer: c})
 	ctxType := reflect.TypeFor[context.Context]()
-	iface := reflect.TypeFor[sgam.Store]()
 	v := reflect.ValueOf(st)
 	var methods []string
-	for i := range iface.NumMethod() {
-		name := iface.Method(i).Name
-		if name == "Close" {
-			continue
-		}
-		methods = append(methods, name)
-		m := v.MethodByName(name)
-		args := make([]reflect.Value, m.Type().NumIn())
-		for i := range args {
-			if in := m.Type().In(i); in == ctxType {
-				args[i] = reflect.ValueOf(context.Background())
-			} else {
-				args[i] = reflect.Zero(in) // an empty store: invalid input or nothing to do
+	for _, iface := range roles {
+		for i := range iface.NumMethod() {
+			name := iface.Method(i).Name
+			if name == "Close" {
+				continue
 			}
+			methods = append(methods, name)
+			m := v.MethodByName(name)
+			require.True(t, m.IsValid(), "the store has no method %s", name)
+			args := make([]reflect.Value, m.Type().NumIn())
+			for i := range args {
+				if in := m.Type().In(i); in == ctxType {
+					args[i] = reflect.ValueOf(context.Background())
+				} else {
+					args[i] = reflect.Zero(in) // an empty store: invalid input or nothing to do
+				}
+			}
+			m.Call(args)
 		}
-		m.Call(args)
 	}
 	for _, name := range methods {
 		require.Equal(t, 1, c.ops[name], name)

@@ -34,7 +34,8 @@ const (
 	tenantB = "globex"
 )
 
-// Run runs the whole conformance suite against stores from newStore.
+// Run runs the conformance suite of sgam.Store against stores from
+// newStore; RunVectors is the section of the optional vector capability.
 func Run(t *testing.T, newStore Factory) {
 	t.Run("Temporal", func(t *testing.T) { runTemporal(t, newStore) })
 	t.Run("Reads", func(t *testing.T) { runReads(t, newStore) })
@@ -58,7 +59,6 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("ExtractionHold", func(t *testing.T) { runExtractionHold(t, newStore) })
 	t.Run("TokenSums", func(t *testing.T) { runTokenSums(t, newStore) })
 	t.Run("Search", func(t *testing.T) { runSearch(t, newStore) })
-	t.Run("Embeddings", func(t *testing.T) { runEmbeddings(t, newStore) })
 	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
 	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
 	t.Run("APIKeys", func(t *testing.T) { runKeys(t, newStore) })

@@ -127,6 +127,11 @@ type Reader interface {
 	// ranking and the reading of the episodes is left out.
 	Nearest(ctx context.Context, tenant, model string, q []float32, qNorm float64, knownAt int64, limit int) ([]sgam.EpisodeHit, error)
 
+	// APIKey returns a key of any tenant by its id, with its hash.
+	APIKey(ctx context.Context, id string) (k StoredKey, found bool, err error)
+	// APIKeys lists a tenant's keys by created_at, then id.
+	APIKeys(ctx context.Context, tenant string) ([]sgam.APIKey, error)
+
 	Check(ctx context.Context) ([]sgam.Violation, error)
 	Export(ctx context.Context, tenant string, episode func(sgam.Episode) error, fact func(sgam.StoredFact) error) error
 	Compact(ctx context.Context) error
@@ -147,6 +152,7 @@ type Tx interface {
 	ForgetTx
 	ImportTx
 	EmbeddingTx
+	KeyTx
 	// MigrationRows takes, in key order, up to limit subjects after
 	// cursor with rows q selects, locks their keys as writers do, and
 	// returns those rows with their evidence.
@@ -294,6 +300,15 @@ type EmbeddingTx interface {
 	// DropEmbeddings deletes the vectors of every model but keep (all
 	// when keep is ""), and returns how many.
 	DropEmbeddings(keep string) (int, error)
+}
+
+// KeyTx stores API keys. Their table is store-wide: a key is looked up by
+// its id before the tenant of the request is known.
+type KeyTx interface {
+	InsertKey(k StoredKey) error
+	// RevokeKey sets the revoked_at of tenant's key id to at unless it
+	// has one; found is false when tenant has no such key.
+	RevokeKey(tenant, id string, at int64) (found bool, err error)
 }
 
 // Vector is a checked vector to store, with its norm.

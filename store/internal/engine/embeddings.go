@@ -11,6 +11,12 @@ import (
 	"github.com/sgam-dev/sgam"
 )
 
+// The engine has the optional vector capability of every store.
+var (
+	_ sgam.VectorSearch = (*Store)(nil)
+	_ sgam.Embeddings   = (*Store)(nil)
+)
+
 // EpisodesToEmbed implements sgam.Embeddings.
 func (s *Store) EpisodesToEmbed(ctx context.Context, model string, limit int) (out []sgam.Episode, err error) {
 	defer s.track("EpisodesToEmbed", s.start(), &err)
@@ -98,7 +104,7 @@ func (s *Store) PutEmbeddings(ctx context.Context, model string, vs []sgam.Episo
 	return n, nil
 }
 
-// NearestEpisodes implements sgam.Embeddings.
+// NearestEpisodes implements sgam.VectorSearch.
 func (s *Store) NearestEpisodes(ctx context.Context, q sgam.VectorQuery) (hits []sgam.EpisodeHit, err error) {
 	defer s.track("NearestEpisodes", s.start(), &err)
 	q, norm, err := q.Check()

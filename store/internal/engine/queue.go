@@ -47,7 +47,7 @@ func (s *Store) QueueExtraction(ctx context.Context, tenant string, ids []string
 	})
 }
 
-// QueuedExtractions implements sgam.ExtractionQueue.
+// QueuedExtractions implements sgam.ExtractionDispatch.
 func (s *Store) QueuedExtractions(ctx context.Context, limit int, dueOnly bool) (out []sgam.QueuedExtraction, err error) {
 	defer s.track("QueuedExtractions", s.start(), &err)
 	if limit <= 0 || limit > maxQueueBatch {
@@ -60,7 +60,7 @@ func (s *Store) QueuedExtractions(ctx context.Context, limit int, dueOnly bool) 
 	return s.d.QueuedExtractions(ctx, limit, dueBy)
 }
 
-// DequeueExtractions implements sgam.ExtractionQueue.
+// DequeueExtractions implements sgam.ExtractionDispatch.
 func (s *Store) DequeueExtractions(ctx context.Context, q []sgam.QueuedExtraction) (err error) {
 	defer s.track("DequeueExtractions", s.start(), &err)
 	if len(q) > maxQueueBatch {
@@ -72,7 +72,7 @@ func (s *Store) DequeueExtractions(ctx context.Context, q []sgam.QueuedExtractio
 	return s.d.Write(ctx, "", func(tx Tx) error { return tx.Dequeue(q) })
 }
 
-// SetBudget implements sgam.ExtractionQueue.
+// SetBudget implements sgam.Admin.
 func (s *Store) SetBudget(ctx context.Context, tenant string, tokensPerDay int) (err error) {
 	defer s.track("SetBudget", s.start(), &err)
 	if err := sgam.CheckTenant(tenant); err != nil {
