@@ -3,11 +3,18 @@ package sgam
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code classifies an error by what the caller should do about it. The CLI,
 // the HTTP API and the MCP server each map codes to their own signals (exit
 // status, HTTP status, tool error) in one place.
+//
+// Every error that reaches a surface has a code: an *Error's own, or that
+// of an error that says its code itself (a method ErrorCode() Code: a
+// model server's failure, a spent budget, a model's unusable answer are
+// Unavailable). Whether trying again may help is one predicate, Retryable,
+// and how long to wait first RetryDelay.
 type Code string
 
 const (
@@ -29,6 +36,9 @@ const (
 	Forbidden Code = "forbidden"
 )
 
+// Codes are every error code.
+var Codes = []Code{Invalid, NotFound, Conflict, Unavailable, Internal, Unauthenticated, Forbidden}
+
 // Error is the one error type sgam returns for failures a caller can act on.
 type Error struct {
 	Code  Code
@@ -38,6 +48,11 @@ type Error struct {
 	// rule it broke ("type", "enum", "required"); both only for schema errors.
 	Pointer string
 	Rule    string
+	// Reason is, for the rules that also judge a model's candidate, the
+	// rejection reason an extraction record gives it (RejectInvalidSubject,
+	// RejectUnknownAttribute, RejectInvalidTime, RejectConflict), set where
+	// the rule is checked so that no reader has to guess it from the field.
+	Reason  string
 	Message string
 	Err     error // the underlying cause, if any
 }
@@ -58,27 +73,97 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrorCode returns e.Code: an *Error says its code as every coded error
+// does.
+func (e *Error) ErrorCode() Code { return e.Code }
+
 // Errorf returns an *Error with the given code and field.
 func Errorf(code Code, field, format string, args ...any) *Error {
 	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of the first *Error in err's chain, Internal
-// for any other non-nil error, and "" for nil.
+// ErrorCode returns the code of the first error in err's chain that says
+// its code (an *Error, or any error with a method ErrorCode() Code),
+// Internal for any other non-nil error, and "" for nil.
 func ErrorCode(err error) Code {
 	if err == nil {
 		return ""
 	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
+	var c interface{ ErrorCode() Code }
+	if errors.As(err, &c) {
+		return c.ErrorCode()
 	}
 	return Internal
+}
+
+// Retryable reports whether the same operation may succeed when tried
+// again later, as pgx's SafeToRetry does for a statement: the first error
+// in err's chain that says so itself (a method Retryable() bool: a model
+// server's 429 or timeout is, its 401 is not), else whether err's code is
+// Unavailable (a busy or unreachable store). Invalid input, a missing row,
+// a conflict and an internal fault are never mended by trying again.
+func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var r interface{ Retryable() bool }
+	if errors.As(err, &r) {
+		return r.Retryable()
+	}
+	return ErrorCode(err) == Unavailable
+}
+
+// RetryDelay is how long the first error in err's chain that gives a
+// hint (a method RetryDelay() time.Duration: a model server's Retry-After,
+// the rest of a spent budget's day) asks to wait before trying again; 0
+// when none does.
+func RetryDelay(err error) time.Duration {
+	var r interface{ RetryDelay() time.Duration }
+	if errors.As(err, &r) {
+		return max(r.RetryDelay(), 0)
+	}
+	return 0
+}
+
+// ErrorDetail is an error as sgam's network surfaces send it: the body of
+// an HTTP API error, a failed line of a replay.
+type ErrorDetail struct {
+	Code    Code   `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Pointer string `json:"pointer,omitempty"` // inside a value that broke a schema rule (Error.Pointer)
+	Rule    string `json:"rule,omitempty"`    // the schema rule it broke (Error.Rule)
+	Message string `json:"message"`
+}
+
+// Detail is err's ErrorDetail: its code, and the field, pointer, rule and
+// message of the first *Error in its chain (the message of another
+// error is its text).
+func Detail(err error) ErrorDetail {
+	d := ErrorDetail{Code: ErrorCode(err), Message: ErrorMessage(err)}
+	var e *Error
+	if errors.As(err, &e) {
+		d.Field, d.Pointer, d.Rule = e.Field, e.Pointer, e.Rule
+	}
+	return d
 }
 
 // ErrSet is the cause of Get's refusal of a set (an attribute of
 // cardinality many), whose members Members reads: errors.Is(err, ErrSet).
 var ErrSet = errors.New("the attribute is a set (cardinality many)")
+
+// RejectionReason is the rejection reason of the first *Error in err's
+// chain that gives one (Error.Reason), RejectInvalidValue for any other
+// error: why an extraction's candidate was refused.
+func RejectionReason(err error) string {
+	var e *Error
+	for errors.As(err, &e) {
+		if e.Reason != "" {
+			return e.Reason
+		}
+		err = e.Err
+	}
+	return RejectInvalidValue
+}
 
 // ErrorField returns the field named by the first *Error in err's chain.
 func ErrorField(err error) string {

@@ -100,9 +100,10 @@ func leapSecond(s string) bool {
 // years 0001 to 9999.
 func CheckTime(field string, t time.Time) (time.Time, error) {
 	if t.IsZero() {
-		return time.Time{}, Errorf(Invalid, field, "is required")
+		return time.Time{}, withReason(RejectInvalidTime, Errorf(Invalid, field, "is required"))
 	}
-	return inRange(field, t)
+	t, err := inRange(field, t)
+	return t, withReason(RejectInvalidTime, err)
 }
 
 // inRange normalizes t to UTC microseconds and checks its year.

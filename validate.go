@@ -109,11 +109,21 @@ func checkText(field, s string, max int, required bool) error {
 func CheckTenant(tenant string) error { return checkIdentifier("tenant", tenant, maxTenantBytes) }
 
 // CheckSubject validates a subject id.
-func CheckSubject(subject string) error { return checkText("subject", subject, maxSubjectBytes, true) }
+func CheckSubject(subject string) error {
+	return withReason(RejectInvalidSubject, checkText("subject", subject, maxSubjectBytes, true))
+}
 
 // CheckAttribute validates an attribute name.
 func CheckAttribute(attribute string) error {
-	return checkIdentifier("attribute", attribute, maxAttributeBytes)
+	return withReason(RejectUnknownAttribute, checkIdentifier("attribute", attribute, maxAttributeBytes))
+}
+
+// withReason sets the rejection reason of err, an *Error or nil.
+func withReason(reason string, err error) error {
+	if e, ok := err.(*Error); ok {
+		e.Reason = reason
+	}
+	return err
 }
 
 // CheckSession validates a session id (empty is none).
@@ -141,7 +151,7 @@ func (k Key) Check() error {
 	if err := CheckSubject(k.Subject); err != nil {
 		return err
 	}
-	if err := checkIdentifier("attribute", k.Attribute, maxAttributeBytes); err != nil {
+	if err := CheckAttribute(k.Attribute); err != nil {
 		return err
 	}
 	return checkMember(k.Member)
@@ -318,8 +328,8 @@ func (f *jsonFault) valueError(field string) error {
 		p.WriteByte('/')
 		p.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(f.path[i]))
 	}
-	e := Errorf(Invalid, field, "%s (at %s)", f.msg, p.String())
-	e.Rule = f.rule
+	e := Errorf(Invalid, field, "%s", f.msg)
+	e.Pointer, e.Rule = p.String(), f.rule
 	return e
 }
 

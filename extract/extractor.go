@@ -24,8 +24,17 @@ type Store interface {
 	Budget(ctx context.Context, tenant string) (sgam.Budget, error)
 }
 
-// ErrNoModel is the error of an extraction when no model is configured.
-var ErrNoModel = errors.New("no model is configured: set SGAM_LLM_BASE_URL and SGAM_LLM_MODEL (or --llm-base-url and --llm-model); see docs/extraction.md")
+// ErrNoModel is the error of an extraction when no model is configured:
+// Unavailable, and not mended by trying again.
+var ErrNoModel error = noModelError{}
+
+type noModelError struct{}
+
+func (noModelError) Error() string {
+	return "no model is configured: extraction needs one (see docs/extraction.md)"
+}
+func (noModelError) ErrorCode() sgam.Code { return sgam.Unavailable }
+func (noModelError) Retryable() bool      { return false }
 
 // Extractor extracts episodes: one model call per episode at most, none
 // when the episode was extracted already or the same prompt was answered
@@ -70,43 +79,28 @@ type Options struct {
 
 // BudgetError refuses a model call: the tenant's token budget for today is
 // spent. Nothing is recorded; the extraction can run once the budget
-// resets or is raised.
+// resets or is raised. It is Unavailable, retryable, and asks to wait
+// until the budget resets.
 type BudgetError struct{ Budget sgam.Budget }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("tenant %s has spent its token budget for today (%d of %d tokens); it resets at %s, or raise it with 'sgam budget set'",
+	return fmt.Sprintf("tenant %s has spent its token budget for today (%d of %d tokens); it resets at %s, unless the operator raises it first",
 		e.Budget.Tenant, e.Budget.SpentToday, e.Budget.TokensPerDay, sgam.FormatTime(e.Budget.ResetsAt))
 }
 
-// AnswerError is a model's answer that is not the schema's JSON.
+func (e *BudgetError) ErrorCode() sgam.Code { return sgam.Unavailable }
+func (e *BudgetError) Retryable() bool      { return true }
+
+// RetryDelay is the time left until the budget resets.
+func (e *BudgetError) RetryDelay() time.Duration { return time.Until(e.Budget.ResetsAt) }
+
+// AnswerError is a model's answer that is not the schema's JSON:
+// Unavailable, and retryable (the model may answer better).
 type AnswerError struct{ Reason string }
 
-func (e *AnswerError) Error() string { return "the model's answer is unusable: " + e.Reason }
-
-// Retryable reports whether a failed Extract may succeed when tried
-// again: a model failure that llm calls retryable, an unusable answer
-// (the model may answer better), a store that was unavailable. A model's
-// refusal of the request (a 4xx), no model, or an episode that is not
-// there will fail again.
-func Retryable(err error) bool {
-	var le *llm.Error
-	if errors.As(err, &le) {
-		return le.Retryable()
-	}
-	var ae *AnswerError
-	var be *BudgetError
-	if errors.As(err, &ae) || errors.As(err, &be) {
-		return true
-	}
-	if errors.Is(err, ErrNoModel) {
-		return false
-	}
-	switch sgam.ErrorCode(err) {
-	case sgam.Invalid, sgam.NotFound, sgam.Conflict:
-		return false
-	}
-	return true
-}
+func (e *AnswerError) Error() string        { return "the model's answer is unusable: " + e.Reason }
+func (e *AnswerError) ErrorCode() sgam.Code { return sgam.Unavailable }
+func (e *AnswerError) Retryable() bool      { return true }
 
 // Result is the outcome of Extract.
 type Result struct {
@@ -263,7 +257,7 @@ func keepable(rec sgam.Extraction) sgam.Extraction {
 // one whose deadline passed (a job's timeout, the immediate path's) is a
 // failed attempt like any other, with what it cost.
 func (x *Extractor) fail(ctx context.Context, res Result, rec sgam.Extraction, opts Options, cause error) (Result, error) {
-	rec.GaveUp = opts.LastAttempt || !Retryable(cause)
+	rec.GaveUp = opts.LastAttempt || !sgam.Retryable(cause)
 	res.Record = rec
 	if opts.DryRun || errors.Is(ctx.Err(), context.Canceled) {
 		return res, cause

@@ -38,20 +38,7 @@ func Decode(in Input, answer string) (Outcome, error) {
 		return out, fmt.Errorf("the answer is empty")
 	}
 	if err := sgam.CheckJSON("answer", raw); err != nil {
-		msg := sgam.ErrorMessage(err)
-		// CheckJSON names the member the fault is in as the field, and
-		// the place inside it as a pointer: one pointer from the answer's top.
-		var se *sgam.Error
-		if errors.As(err, &se) && se.Field != "answer" {
-			if strings.HasPrefix(msg, "is given twice") {
-				msg = fmt.Sprintf("holds the key %q twice", se.Field)
-			} else if i := strings.LastIndex(msg, " (at /"); i >= 0 && strings.HasSuffix(msg, ")") {
-				msg = msg[:i] + " (at /" + se.Field + "/" + msg[i+len(" (at /"):]
-			} else {
-				msg += " (at /" + se.Field + ")"
-			}
-		}
-		return out, fmt.Errorf("the answer %s", msg)
+		return out, fmt.Errorf("the answer %s", answerFault(err))
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
@@ -95,6 +82,28 @@ func Decode(in Input, answer string) (Outcome, error) {
 	return out, nil
 }
 
+// answerFault says what CheckJSON found wrong in an answer, and where: it
+// names the member the fault is in as the field (a key given twice: that
+// key), and the place inside it as a pointer; here, one pointer from the
+// answer's top.
+func answerFault(err error) string {
+	var se *sgam.Error
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	ptr := se.Pointer
+	if se.Field != "answer" {
+		if ptr == "" && se.Message == "is given twice; give each field once" {
+			return fmt.Sprintf("holds the key %q twice", se.Field)
+		}
+		ptr = "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(se.Field) + ptr
+	}
+	if ptr == "" {
+		return se.Message
+	}
+	return se.Message + " (at " + ptr + ")"
+}
+
 // update is a MemoryUpdate as decoded; a nil pointer is a null or missing
 // field.
 type update struct {
@@ -104,6 +113,12 @@ type update struct {
 
 func reject(reason, field, format string, args ...any) *sgam.Rejection {
 	return &sgam.Rejection{Reason: reason, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// rejectErr is the rejection of a rule a check of sgam's broke: the
+// reason, field and message it gave, as CommitExtraction records them.
+func rejectErr(err error) *sgam.Rejection {
+	return &sgam.Rejection{Reason: sgam.RejectionReason(err), Field: sgam.ErrorField(err), Message: sgam.ErrorMessage(err)}
 }
 
 // validate checks one update. It returns the write (nil for a no_change
@@ -179,7 +194,7 @@ func validateUpdate(in Input, ep *episodeText, i int, u update, corroborates boo
 		w.Set = a.Cardinality == schema.Many
 	} else {
 		if err := (sgam.Key{Tenant: sgam.DefaultTenant, Subject: subject, Attribute: u.Attribute}).Check(); err != nil {
-			return nil, "", reject(sgam.RejectUnknownAttribute, "attribute", "%s", sgam.ErrorMessage(err))
+			return nil, "", rejectErr(err)
 		}
 		w.Attribute = u.Attribute
 	}

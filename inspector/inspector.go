@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/internal/httpstatus"
 	"github.com/sgam-dev/sgam/recall"
 )
 
@@ -292,24 +293,21 @@ func (in *Inspector) render(w http.ResponseWriter, r *http.Request, c Caller, ti
 // fail renders err as an error page with the status the API gives it: the
 // same 404 for another tenant's ids as for ids that do not exist.
 func (in *Inspector) fail(w http.ResponseWriter, r *http.Request, c Caller, err error) {
-	status, msg := http.StatusInternalServerError, "internal error"
-	switch sgam.ErrorCode(err) {
-	case sgam.Invalid:
-		status, msg = http.StatusBadRequest, err.Error()
+	code := sgam.ErrorCode(err)
+	msg := err.Error()
+	switch code {
 	case sgam.NotFound:
-		status, msg = http.StatusNotFound, "not found"
-	case sgam.Conflict:
-		status, msg = http.StatusConflict, err.Error()
-	case sgam.Unauthenticated:
-		status, msg = http.StatusUnauthorized, err.Error()
-	case sgam.Forbidden:
-		status, msg = http.StatusForbidden, err.Error()
+		msg = "not found"
 	case sgam.Unavailable:
-		status, msg = http.StatusServiceUnavailable, "the store is busy: try again"
-	default:
+		msg = "the store is busy: try again"
+		if ra := httpstatus.RetryAfter(err); ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+	case sgam.Internal:
+		msg = "internal error"
 		in.cfg.Logger.Error("inspector: internal error", slog.String("error", err.Error()))
 	}
-	in.errorPage(w, r, c, status, msg)
+	in.errorPage(w, r, c, httpstatus.Of(code), msg)
 }
 
 // errorPage answers status with msg on the error page, with the session's

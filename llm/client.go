@@ -140,7 +140,7 @@ func (c *Client) answer(ctx context.Context, params openai.ChatCompletionNewPara
 		}
 	}
 	if choice.FinishReason == "length" {
-		a.err = &Error{Kind: KindTooLarge, Mode: c.cfg.Mode, Message: fmt.Sprintf("the answer reached max_tokens (%d) before it ended: raise %s (--llm-max-tokens)", c.cfg.MaxTokens, EnvMaxTokens)}
+		a.err = &Error{Kind: KindTooLarge, Mode: c.cfg.Mode, Message: fmt.Sprintf("the answer reached max_tokens (%d) before it ended: raise the client's max tokens (%s)", c.cfg.MaxTokens, EnvMaxTokens)}
 	}
 	return a.cut()
 }

@@ -170,7 +170,7 @@ func TestEmbedRetries(t *testing.T) {
 	require.True(t, le.Retryable(), "a later try may succeed")
 	require.Equal(t, 2, le.Attempts)
 	require.ErrorContains(t, err, "embeddings server answered 500")
-	require.NotContains(t, err.Error(), "--llm-mode", "no chat mode to blame")
+	require.NotContains(t, err.Error(), "the request used mode", "no chat mode to blame")
 
 	// A refused key is not retried, and not echoed.
 	fake.APIKey = "sk-right"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sgam-dev/sgam"
 )
 
 // Kind says what went wrong with a request.
@@ -47,7 +49,7 @@ func (e *Error) Error() string {
 	case KindStatus:
 		s = fmt.Sprintf("%s server answered %d %s: %s", what, e.Status, http.StatusText(e.Status), e.Message)
 		if e.Mode != "" && (e.Status == http.StatusBadRequest || e.Status == http.StatusUnprocessableEntity || e.Status == http.StatusNotImplemented) {
-			s += fmt.Sprintf(" (the request used --llm-mode %s; if the server does not support it, pick another: json_schema, json_object or tools)", e.Mode)
+			s += fmt.Sprintf(" (the request used mode %s; if the server does not support it, pick another: json_schema, json_object or tools)", e.Mode)
 		}
 	case KindTimeout:
 		s = what + " server timed out: " + e.Message
@@ -77,6 +79,15 @@ func (e *Error) Brief() string {
 	}
 	return e.Error()
 }
+
+// ErrorCode implements sgam's coded errors: a model server that failed,
+// whatever the kind, is Unavailable to sgam's caller (whose input is not
+// at fault); Retryable says whether trying again may mend it.
+func (e *Error) ErrorCode() sgam.Code { return sgam.Unavailable }
+
+// RetryDelay is the wait the server asked for (Retry-After), for
+// sgam.RetryDelay.
+func (e *Error) RetryDelay() time.Duration { return e.RetryAfter }
 
 // Retryable reports whether the same request may succeed later: a 429, a
 // 5xx, a timeout or a connection failure. Other 4xx answers are the

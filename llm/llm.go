@@ -11,11 +11,12 @@ package llm
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sgam-dev/sgam"
 )
 
 // Mode is how a request asks the model for JSON.
@@ -144,25 +145,25 @@ func FromEnv(getenv func(string) string) (cfg Config, ok bool, err error) {
 func (c Config) Check() (Config, error) {
 	switch {
 	case c.BaseURL == "":
-		return c, fmt.Errorf("the model's base URL is not set: set %s or --llm-base-url (for example http://localhost:11434/v1)", EnvBaseURL)
+		return c, sgam.Errorf(sgam.Invalid, "base_url", "the model's base URL is not set (%s; for example http://localhost:11434/v1)", EnvBaseURL)
 	case !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://"):
-		return c, fmt.Errorf("the model's base URL %q must start with http:// or https://", c.BaseURL)
+		return c, sgam.Errorf(sgam.Invalid, "base_url", "the model's base URL %q must start with http:// or https://", c.BaseURL)
 	case c.Model == "":
-		return c, fmt.Errorf("the model is not set: set %s or --llm-model", EnvModel)
+		return c, sgam.Errorf(sgam.Invalid, "model", "the model is not set (%s)", EnvModel)
 	case strings.ContainsAny(c.APIKey, "\r\n"):
-		return c, errors.New("the model API key holds a line break")
+		return c, sgam.Errorf(sgam.Invalid, "api_key", "the model API key holds a line break")
 	case c.Timeout < 0 || c.Timeout > MaxTimeout:
-		return c, fmt.Errorf("the timeout of an attempt must be between 0 (the default, 120s) and %s, not %s", MaxTimeout, c.Timeout)
+		return c, sgam.Errorf(sgam.Invalid, "timeout", "the timeout of an attempt must be between 0 (the default, 120s) and %s, not %s", MaxTimeout, c.Timeout)
 	case c.MaxAttempts < 0 || c.MaxAttempts > MaxAttemptsLimit:
-		return c, fmt.Errorf("the attempts of a request must be between 1 and %d, not %d", MaxAttemptsLimit, c.MaxAttempts)
+		return c, sgam.Errorf(sgam.Invalid, "max_attempts", "the attempts of a request must be between 1 and %d, not %d", MaxAttemptsLimit, c.MaxAttempts)
 	case c.MaxBackoff < 0 || c.MaxBackoff > MaxTimeout:
-		return c, fmt.Errorf("the longest wait between attempts must be between 0 (the default, 60s) and %s, not %s", MaxTimeout, c.MaxBackoff)
+		return c, sgam.Errorf(sgam.Invalid, "max_backoff", "the longest wait between attempts must be between 0 (the default, 60s) and %s, not %s", MaxTimeout, c.MaxBackoff)
 	case c.MaxTokens < 0 || c.MaxTokens > MaxMaxTokens:
-		return c, fmt.Errorf("max_tokens must be between 1 and %d, not %d", MaxMaxTokens, c.MaxTokens)
+		return c, sgam.Errorf(sgam.Invalid, "max_tokens", "must be between 1 and %d, not %d", MaxMaxTokens, c.MaxTokens)
 	}
 	m, err := ParseMode(string(c.Mode))
 	if err != nil {
-		return c, err
+		return c, sgam.Errorf(sgam.Invalid, "mode", "%v", err)
 	}
 	c.Mode = m
 	if c.Timeout <= 0 {

@@ -100,7 +100,7 @@ func TestRetries(t *testing.T) {
 		require.Equal(t, 400, e.Status)
 		require.False(t, e.Retryable())
 		require.Equal(t, 1, fake.CallCount())
-		require.Contains(t, err.Error(), "--llm-mode json_schema")
+		require.Contains(t, err.Error(), "the request used mode json_schema")
 	})
 	t.Run("gives up after MaxAttempts", func(t *testing.T) {
 		fake := llmtest.New(t, "m1", llmtest.ByEpisode(nil))

@@ -152,11 +152,15 @@ func answer[In, Out any](log *slog.Logger, h mcp.ToolHandlerFor[In, Out]) mcp.To
 
 // toolError is the text of a tool error: the code, the field and the rule
 // ("invalid: valid_from: ..."), or only "internal error" when the fault is
-// ours (logged, never shown). The text is the *sgam.Error's alone: what a
-// store wrapped it in ("write: ...") names no argument.
+// ours (logged, never shown). The text is the coded error's alone (an
+// *sgam.Error, a spent budget): what a store wrapped it in ("write: ...")
+// names no argument.
 func toolError(ctx context.Context, log *slog.Logger, tool string, err error) string {
 	code := sgam.ErrorCode(err)
-	var e *sgam.Error
+	var e interface {
+		error
+		ErrorCode() sgam.Code
+	}
 	if code == sgam.Internal || !errors.As(err, &e) {
 		log.LogAttrs(ctx, slog.LevelError, "mcp tool", slog.String("tool", tool), slog.String("error", err.Error()))
 		return "internal error"

@@ -488,7 +488,7 @@ func TestNumberArgumentsNameTheArgument(t *testing.T) {
 		{"recall", `{"subject":"mira","budget":1000000}`, "invalid: budget: must be between 64 and 100000 tokens, not 1000000"},
 		{"recall", `{"subject":"mira","evidence_limit":1e30}`, "invalid: evidence_limit: 1e30 is out of range: the limit is 1 to 100, or -1 for none"},
 		{"remember", `{"subject":"mira","attribute":"a","value":1e400,"quote":"q"}`, "invalid: value: holds the number 1e400, beyond the range of a 64-bit float"},
-		{"remember", `{"subject":"mira","attribute":"a","value":{"x":[-1e400]},"quote":"q"}`, "invalid: value: holds the number -1e400"},
+		{"remember", `{"subject":"mira","attribute":"a","value":{"x":[-1e400]},"quote":"q"}`, "invalid: value: at /x/0: holds the number -1e400"},
 		{"forget_value", `{"subject":"mira","attribute":"a","value":1e400,"quote":"q"}`, "invalid: value: holds the number 1e400"},
 	} {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: json.RawMessage(c.args)})

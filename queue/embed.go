@@ -187,7 +187,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 		case err == nil:
 		case ctx.Err() != nil:
 			return river.JobSnooze(0)
-		case retryable(err):
+		case sgam.Retryable(err):
 			return jobError(err)
 		default:
 			return permanent(err)
@@ -320,14 +320,4 @@ func refusedInput(err error) bool {
 		return true
 	}
 	return false
-}
-
-// retryable reports a failure a later attempt may mend: the server's
-// (429, 5xx, a timeout, no connection) or the store's (busy, unreachable).
-func retryable(err error) bool {
-	var le *llm.Error
-	if errors.As(err, &le) {
-		return le.Retryable()
-	}
-	return sgam.ErrorCode(err) == sgam.Unavailable
 }

@@ -338,7 +338,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[ExtractArgs]) error {
 		return river.JobSnooze(q.cfg.BudgetRecheck)
 	case ctx.Err() != nil && q.stopping.Load():
 		return river.JobSnooze(0) // shutting down: another worker takes it
-	case !extract.Retryable(err):
+	case !sgam.Retryable(err):
 		return river.JobCancel(jobError(err))
 	}
 	return jobError(err)

@@ -270,14 +270,7 @@ type Result struct {
 	Candidates *[]sgam.Candidate   `json:"candidates,omitempty"`
 	Hops       *[]sgam.Hop         `json:"hops,omitempty"`
 	Schema     *sgam.SchemaVersion `json:"schema,omitempty"`
-	Error      *ErrorBody          `json:"error,omitempty"`
-}
-
-// ErrorBody is the error of a failed line.
-type ErrorBody struct {
-	Code    sgam.Code `json:"code"`
-	Field   string    `json:"field,omitempty"`
-	Message string    `json:"message"`
+	Error      *sgam.ErrorDetail   `json:"error,omitempty"`
 }
 
 // Store is what a script uses of a store.
@@ -385,7 +378,8 @@ func (r *Runner) Line(ctx context.Context, line []byte) Result {
 }
 
 func failure(err error) Result {
-	return Result{Error: &ErrorBody{Code: sgam.ErrorCode(err), Field: sgam.ErrorField(err), Message: sgam.ErrorMessage(err)}}
+	d := sgam.Detail(err)
+	return Result{Error: &d}
 }
 
 // Exec executes one parsed operation.

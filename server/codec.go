@@ -13,36 +13,24 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/internal/httpstatus"
 )
 
-// status is the one mapping from error codes to HTTP statuses.
-var status = map[sgam.Code]int{
-	sgam.Invalid:         http.StatusBadRequest,
-	sgam.NotFound:        http.StatusNotFound,
-	sgam.Conflict:        http.StatusConflict,
-	sgam.Unavailable:     http.StatusServiceUnavailable,
-	sgam.Internal:        http.StatusInternalServerError,
-	sgam.Unauthenticated: http.StatusUnauthorized,
-	sgam.Forbidden:       http.StatusForbidden,
-}
-
-// ErrorBody is every error response: {"error":{"code","field","message"}}.
+// ErrorBody is every error response: {"error":{"code","field","pointer",
+// "rule","message"}}.
 type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
+	Error sgam.ErrorDetail `json:"error"`
 }
 
-// ErrorDetail is the error of a response.
-type ErrorDetail struct {
-	Code    sgam.Code `json:"code"`
-	Field   string    `json:"field,omitempty"`
-	Message string    `json:"message"`
-}
-
-// writeError answers err (see errorResponse).
+// writeError answers err (see errorResponse), with Retry-After when the
+// error asks to wait (a spent budget, a model server's own Retry-After).
 func writeError(w http.ResponseWriter, err error) {
 	st, body := errorResponse(err)
 	if body.Error.Code == sgam.Unauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sgam"`)
+	}
+	if ra := httpstatus.RetryAfter(err); ra != "" && body.Error.Code == sgam.Unavailable {
+		w.Header().Set("Retry-After", ra)
 	}
 	writeJSON(w, st, body)
 }
@@ -55,22 +43,22 @@ func writeError(w http.ResponseWriter, err error) {
 func errorResponse(err error) (int, ErrorBody) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return http.StatusRequestEntityTooLarge, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "body",
+		return http.StatusRequestEntityTooLarge, ErrorBody{sgam.ErrorDetail{Code: sgam.Invalid, Field: "body",
 			Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}}
 	}
 	if errors.Is(err, errSlowBody) {
-		return http.StatusRequestTimeout, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "body", Message: errSlowBody.Message}}
+		return http.StatusRequestTimeout, ErrorBody{sgam.ErrorDetail{Code: sgam.Invalid, Field: "body", Message: errSlowBody.Message}}
 	}
 	code := sgam.ErrorCode(err)
 	if code == sgam.Internal && errors.Is(err, context.DeadlineExceeded) {
 		err = &sgam.Error{Code: sgam.Unavailable, Message: "the request ran out of time; what it wrote before then is kept, the write in progress was rolled back", Err: err}
 		code = sgam.Unavailable
 	}
-	body := ErrorBody{ErrorDetail{Code: code, Field: sgam.ErrorField(err), Message: sgam.ErrorMessage(err)}}
+	body := ErrorBody{sgam.Detail(err)}
 	if code == sgam.Internal {
-		body.Error.Message = "internal error" // details go to the log, not to callers
+		body.Error = sgam.ErrorDetail{Code: code, Message: "internal error"} // details go to the log, not to callers
 	}
-	return status[code], body
+	return httpstatus.Of(code), body
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

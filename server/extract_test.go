@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,10 +86,16 @@ func testExtractNowKeepsToTheBudget(t *testing.T, open opener) {
 	code, body := e.do("POST", "/v1/episodes", "acme-write", `{"episode_id":"e1","content":"hello","extract":"now"}`)
 	require.Equal(t, 200, code, body)
 	require.NoError(t, e.store.SetBudget(context.Background(), "acme", 1))
-	code, body = e.do("POST", "/v1/episodes", "acme-write", `{"episode_id":"e2","content":"again","extract":"now"}`)
-	require.Equal(t, 503, code, body)
+	resp, text := e.raw("POST", "/v1/episodes", "acme-write", `{"episode_id":"e2","content":"again","extract":"now"}`)
+	require.Equal(t, 503, resp.StatusCode, text)
+	require.NoError(t, json.Unmarshal([]byte(text), &body))
 	_, field := errorOf(t, body)
 	require.Equal(t, "extract", field)
+	after, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	require.NoError(t, err, "a spent budget says when to try again: when it resets")
+	now := time.Now().UTC()
+	midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+	require.InDelta(t, time.Until(midnight).Seconds(), after, 5)
 	require.Equal(t, 1, fake.CallCount(), "no call past the budget")
 	code, _ = e.do("GET", "/v1/episodes/e2", "acme-read", "")
 	require.Equal(t, 200, code, "the episode was captured")

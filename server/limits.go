@@ -53,7 +53,7 @@ func (l *limiters) allow(key string) (time.Duration, bool) {
 // tooMany answers 429 with Retry-After in whole seconds.
 func tooMany(w http.ResponseWriter, wait time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-	writeJSON(w, http.StatusTooManyRequests, ErrorBody{ErrorDetail{Code: sgam.Unavailable, Field: "authorization",
+	writeJSON(w, http.StatusTooManyRequests, ErrorBody{sgam.ErrorDetail{Code: sgam.Unavailable, Field: "authorization",
 		Message: "this key's rate limit is spent; retry after the Retry-After seconds"}})
 }
 

@@ -95,7 +95,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 	}
 	types := map[string]reflect.Type{
 		"/components/schemas/Error":                                                             reflect.TypeFor[ErrorBody](),
-		"/components/schemas/Error/properties/error":                                            reflect.TypeFor[ErrorDetail](),
+		"/components/schemas/Error/properties/error":                                            reflect.TypeFor[sgam.ErrorDetail](),
 		"/components/schemas/Fact":                                                              reflect.TypeFor[sgam.Fact](),
 		"/components/schemas/Episode":                                                           reflect.TypeFor[sgam.Episode](),
 		"/components/schemas/Candidate":                                                         reflect.TypeFor[sgam.Candidate](),
@@ -256,7 +256,7 @@ func schemaProperties(t *testing.T, at func(string) map[string]any, s map[string
 
 func codes() []string {
 	var out []string
-	for c := range status {
+	for _, c := range sgam.Codes {
 		out = append(out, string(c))
 	}
 	return out

@@ -96,7 +96,7 @@ const unmatched = "/"
 // their 405s, /ui/ and the redirect of /ui to it all win over it.
 func (s *Server) notFound() {
 	s.mux.HandleFunc(unmatched, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, ErrorBody{ErrorDetail{Code: sgam.NotFound, Field: "path",
+		writeJSON(w, http.StatusNotFound, ErrorBody{sgam.ErrorDetail{Code: sgam.NotFound, Field: "path",
 			Message: "no route serves this path; the routes are listed in GET /openapi.json"}})
 	})
 }
@@ -160,7 +160,7 @@ func (s *Server) methodNotAllowed() {
 		allow := strings.Join(allowed, ", ")
 		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{ErrorDetail{Code: sgam.Invalid, Field: "method",
+			writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{sgam.ErrorDetail{Code: sgam.Invalid, Field: "method",
 				Message: fmt.Sprintf("%s is not a method of %s; it takes %s", r.Method, path, allow)}})
 		})
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/store"
 )
 
@@ -102,8 +104,29 @@ func (a *app) report(err error) int {
 		} else {
 			fmt.Fprintf(a.stderr, "sgam: %s: %v\n", code, err)
 		}
+		if h := hint(err); h != "" {
+			fmt.Fprintf(a.stderr, "hint: %s\n", h)
+		}
 		return ExitFailure
 	}
+}
+
+// hint is what the CLI adds to an error of the library, which names no
+// flag or command of its own: how to act on it from here.
+func hint(err error) string {
+	var be *extract.BudgetError
+	var le *llm.Error
+	switch {
+	case errors.As(err, &be):
+		return "the operator raises it with 'sgam budget set --tokens-per-day N'"
+	case errors.Is(err, extract.ErrNoModel):
+		return modelHelp
+	case errors.As(err, &le) && le.Mode != "" && le.Kind == llm.KindStatus && le.Status >= 400 && le.Status < 500 && le.Status != 429:
+		return "pick another way to ask for JSON with --llm-mode (" + llm.EnvMode + "): json_schema, json_object or tools"
+	case errors.As(err, &le) && le.Kind == llm.KindTooLarge:
+		return "raise --llm-max-tokens (" + llm.EnvMaxTokens + ") if the answer was cut at max_tokens"
+	}
+	return ""
 }
 
 func (a *app) rootCommand() *cobra.Command {

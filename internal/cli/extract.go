@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,6 +37,10 @@ func (f *llmFlags) add(c *cobra.Command) {
 	fs.IntVar(&f.attempts, "llm-attempts", 0, "attempts of one model request, retrying 429, 5xx and timeouts (default 4; $"+llm.EnvAttempts+")")
 	fs.IntVar(&f.maxTokens, "llm-max-tokens", 0, fmt.Sprintf("max_tokens of an answer (default %d; $%s)", llm.DefaultMaxTokens, llm.EnvMaxTokens))
 }
+
+// llmFields are the CLI's names of the fields of llm.Config's errors.
+var llmFields = map[string]string{"base_url": "--llm-base-url", "model": "--llm-model", "mode": "--llm-mode", "api_key": llm.EnvAPIKey,
+	"timeout": "--llm-timeout", "max_attempts": "--llm-attempts", "max_tokens": "--llm-max-tokens"}
 
 // modelHelp is how to configure a model, for errors and help texts.
 const modelHelp = `set SGAM_LLM_BASE_URL and SGAM_LLM_MODEL (or --llm-base-url and --llm-model), and SGAM_LLM_API_KEY or SGAM_LLM_API_KEY_FILE if the server needs a key; docs/extraction.md has working settings for OpenAI, vLLM, llama.cpp, Ollama and LM Studio`
@@ -80,23 +83,10 @@ func (f *llmFlags) get() (llm.Model, error) {
 		return nil, nil
 	}
 	m, err := llm.New(cfg)
-	if err != nil {
-		field := "--llm-base-url"
-		switch {
-		case cfg.BaseURL != "" && cfg.Model == "":
-			field = "--llm-model"
-		case strings.ContainsAny(cfg.APIKey, "\r\n"):
-			field = llm.EnvAPIKey
-		case cfg.Timeout > llm.MaxTimeout:
-			field = llm.EnvTimeout
-		case cfg.MaxAttempts > llm.MaxAttemptsLimit:
-			field = llm.EnvAttempts
-		case cfg.MaxTokens > llm.MaxMaxTokens:
-			field = llm.EnvMaxTokens
-		}
-		return nil, sgam.Errorf(sgam.Invalid, field, "%v", err)
+	for field, name := range llmFields {
+		err = sgam.RenameField(err, field, name)
 	}
-	return m, nil
+	return m, err
 }
 
 // need returns the configured model, or an error that says how to

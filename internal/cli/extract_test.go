@@ -227,3 +227,22 @@ func TestIngestFailedExtraction(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, 2, fake.CallCount())
 }
+
+// TestRememberPastTheBudget: a spent budget is unavailable (exit 1, not an
+// internal failure), the episode is captured and queued, and the CLI adds
+// the hint the library leaves out: how to raise the budget from here.
+func TestRememberPastTheBudget(t *testing.T) {
+	fake := llmtest.New(t, "m", llmtest.ByEpisode(nil))
+	t.Setenv("SGAM_LLM_BASE_URL", fake.URL)
+	t.Setenv("SGAM_LLM_MODEL", "m")
+	db := filepath.Join(t.TempDir(), "t.db")
+	r := sgamRun(t, "", "--db", db, "--tenant", "acme", "remember", "Mira lives in Oslo.", "--id", "r1")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = sgamRun(t, "", "--db", db, "--tenant", "acme", "budget", "set", "--tokens-per-day", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = sgamRun(t, "", "--db", db, "--tenant", "acme", "remember", "Mira moved to Bergen.", "--id", "r2")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "sgam: unavailable: extract: episode r2 was captured and not extracted now")
+	require.Contains(t, r.stderr, "hint: the operator raises it with 'sgam budget set --tokens-per-day N'")
+	require.Equal(t, 1, fake.CallCount(), "no call past the budget")
+}

@@ -6,17 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"io/fs"
+	"net"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/store/internal/engine"
@@ -363,16 +367,9 @@ func mapErr(err error) error {
 // reported as Unavailable for the caller to retry, not retried here.
 func isConnErr(err error) bool {
 	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) || pgconn.SafeToRetry(err) {
-		return true
-	}
-	msg := err.Error()
-	for _, s := range []string{"conn closed", "unexpected EOF", "connection reset", "broken pipe", "closed pool"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &ce) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 func unavailable(what string, err error) error {

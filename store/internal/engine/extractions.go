@@ -161,23 +161,12 @@ func finish(rec sgam.Extraction, writes []sgam.CandidateWrite, results []sgam.Wr
 	return rec
 }
 
-// rejection records why the ledger refused a candidate.
+// rejection records why the ledger refused a candidate: the reason the
+// rule that refused it gave (sgam.RejectionReason).
 func rejection(w sgam.CandidateWrite, err error) sgam.Rejection {
-	reason := sgam.RejectInvalidValue
-	field := sgam.ErrorField(err)
-	switch {
-	case sgam.ErrorCode(err) == sgam.Conflict:
-		reason = sgam.RejectConflict
-	case field == "subject" || field == "key.subject":
-		reason = sgam.RejectInvalidSubject
-	case field == "attribute" || field == "key.attribute":
-		reason = sgam.RejectUnknownAttribute
-	case field == "valid_from" || field == "at":
-		reason = sgam.RejectInvalidTime
-	}
 	// JSON, not Go quoting: a subject may hold any text.
 	u, _ := json.Marshal(map[string]string{"subject": w.Subject, "attribute": w.Attribute, "change": w.Change})
-	return sgam.Rejection{Index: w.Index, Update: u, Reason: reason, Field: field, Message: sgam.ErrorMessage(err)}
+	return sgam.Rejection{Index: w.Index, Update: u, Reason: sgam.RejectionReason(err), Field: sgam.ErrorField(err), Message: sgam.ErrorMessage(err)}
 }
 
 func checkRecord(rec sgam.Extraction, writes int) error {

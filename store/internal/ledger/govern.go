@@ -63,7 +63,9 @@ func (g Gov) attribute(name string, now time.Time) (*schema.Attribute, error) {
 			return a, nil
 		}
 	}
-	return nil, sgam.Errorf(sgam.Invalid, "attribute", "%q is not declared in schema version %d", name, g.Version)
+	e := sgam.Errorf(sgam.Invalid, "attribute", "%q is not declared in schema version %d", name, g.Version)
+	e.Reason = sgam.RejectUnknownAttribute
+	return nil, e
 }
 
 // Assertion turns a checked assertion into an op under the schema: the

@@ -333,7 +333,7 @@ func Conflict(o Op, err error) error {
 			existing = existing[:200] + "…"
 		}
 	}
-	return &sgam.Error{Code: sgam.Conflict, Field: field, Err: err, Message: fmt.Sprintf(
+	return &sgam.Error{Code: sgam.Conflict, Field: field, Reason: sgam.RejectConflict, Err: err, Message: fmt.Sprintf(
 		"%s already has %s from %s (fact %d); a different value at the same instant is rejected: assert it at another instant, or correct it from a later one",
 		o.Key.Subject+"."+o.Key.Attribute, existing, sgam.FormatTime(sgam.FromMicros(ce.Existing.ValidFrom)), ce.Existing.ID)}
 }
