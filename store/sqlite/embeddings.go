@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql/driver"
-	"fmt"
 
 	msqlite "modernc.org/sqlite"
 
@@ -22,25 +21,21 @@ import (
 // the vectors, a page or more each at high dimensions (20 times slower
 // at 1536).
 func (s *db) EpisodesToEmbed(ctx context.Context, model string, limit int) ([]sgam.Episode, error) {
-	rows, err := s.query(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE (tenant, episode_id) IN (
+	out := []sgam.Episode{}
+	err := s.each(ctx, "episodes to embed", `SELECT `+episodeColumns+` FROM episodes WHERE (tenant, episode_id) IN (
 			SELECT tenant, episode_id FROM episodes INDEXED BY episodes_to_embed
 			WHERE content <> '' AND NOT EXISTS (SELECT 1 FROM embeddings v INDEXED BY embeddings_episode
 				WHERE v.tenant = episodes.tenant AND v.model = ?1 AND v.episode_id = episodes.episode_id)
 			ORDER BY recorded_at, tenant, episode_id LIMIT ?2)
-		ORDER BY recorded_at, tenant, episode_id`, model, limit)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("episodes to embed: %w", err))
-	}
-	defer rows.Close()
-	out := []sgam.Episode{}
-	for rows.Next() {
-		e, err := scanEpisode(rows)
-		if err != nil {
-			return nil, mapErr(fmt.Errorf("episodes to embed: %w", err))
-		}
+		ORDER BY recorded_at, tenant, episode_id`, []any{model, limit}, func(sc scanner) error {
+		e, err := scanEpisode(sc)
 		out = append(out, e)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 const dimsSQL = `SELECT dims FROM embeddings WHERE tenant = ?1 AND model = ?2 LIMIT 1`
@@ -61,25 +56,23 @@ func (s *db) EmbeddingDims(ctx context.Context, tenant, model string) (int, bool
 // 18 ms for 10,000 vectors), 1.4 times at 1536. The arithmetic and the
 // order are engine.Ranker's.
 func (s *db) Nearest(ctx context.Context, tenant, model string, q []float32, qNorm float64, knownAt int64, limit int) ([]sgam.EpisodeHit, error) {
-	rows, err := s.query(ctx, `WITH top (id, score) AS (
+	hits := []sgam.EpisodeHit{}
+	err := s.each(ctx, "nearest episodes", `WITH top (id, score) AS (
 			SELECT episode_id, sgam_dot_le(vector, ?4) / (?5 * norm) AS score FROM embeddings
 			WHERE tenant = ?1 AND model = ?2 AND recorded_at <= ?3 AND dims = ?6
 			ORDER BY score DESC, episode_id LIMIT ?7)
 		SELECT `+episodeColumns+`, top.score FROM top JOIN episodes ON episodes.tenant = ?1 AND episodes.episode_id = top.id
-		ORDER BY top.score DESC, top.id`, tenant, model, knownAt, engine.EncodeLE(q), qNorm, len(q), limit)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("nearest episodes: %w", err))
-	}
-	defer rows.Close()
-	hits := []sgam.EpisodeHit{}
-	for rows.Next() {
+		ORDER BY top.score DESC, top.id`, []any{tenant, model, knownAt, engine.EncodeLE(q), qNorm, len(q), limit}, func(sc scanner) error {
 		var h sgam.EpisodeHit
-		if h.Episode, err = scanEpisode(rows, &h.Score); err != nil {
-			return nil, mapErr(fmt.Errorf("nearest episodes: %w", err))
-		}
+		var err error
+		h.Episode, err = scanEpisode(sc, &h.Score)
 		hits = append(hits, h)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return hits, mapErr(rows.Err())
+	return hits, nil
 }
 
 // sgam_dot_le(a, b) is engine.DotLE of two blobs of one length (NULL

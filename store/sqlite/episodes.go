@@ -127,23 +127,19 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 	if q.Latest {
 		order = `occurred_at DESC, episode_id DESC`
 	}
-	rows, err := s.query(ctx, `SELECT `+episodeColumns+` FROM episodes WHERE `+where+` ORDER BY `+order+` LIMIT ?2`, args...)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("list episodes: %w", err))
-	}
-	defer rows.Close()
 	out := []sgam.Episode{}
-	for rows.Next() {
-		e, err := scanEpisode(rows)
-		if err != nil {
-			return nil, mapErr(fmt.Errorf("list episodes: %w", err))
-		}
+	err := s.each(ctx, "list episodes", `SELECT `+episodeColumns+` FROM episodes WHERE `+where+` ORDER BY `+order+` LIMIT ?2`, args, func(sc scanner) error {
+		e, err := scanEpisode(sc)
 		out = append(out, e)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if q.Latest {
 		slices.Reverse(out)
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 const pendingColumns = `tenant, pending_id, subject, attribute, member, value, valid_from, source, reason, conflicts_with, recorded_at, schema_version, signals`
@@ -171,21 +167,17 @@ func scanCandidate(sc scanner) (sgam.Candidate, error) {
 
 // Pending implements engine.Reader.
 func (s *db) Pending(ctx context.Context, q sgam.PendingQuery) ([]sgam.Candidate, error) {
-	rows, err := s.query(ctx, `SELECT `+pendingColumns+` FROM pending
-		WHERE tenant = ?1 AND (?2 = '' OR subject = ?2) ORDER BY recorded_at, pending_id LIMIT ?3`, q.Tenant, q.Subject, q.Limit)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("list pending: %w", err))
-	}
-	defer rows.Close()
 	out := []sgam.Candidate{}
-	for rows.Next() {
-		c, err := scanCandidate(rows)
-		if err != nil {
-			return nil, mapErr(fmt.Errorf("list pending: %w", err))
-		}
+	err := s.each(ctx, "list pending", `SELECT `+pendingColumns+` FROM pending
+		WHERE tenant = ?1 AND (?2 = '' OR subject = ?2) ORDER BY recorded_at, pending_id LIMIT ?3`, []any{q.Tenant, q.Subject, q.Limit}, func(sc scanner) error {
+		c, err := scanCandidate(sc)
 		out = append(out, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // Candidate implements engine.Reader.
@@ -217,18 +209,13 @@ func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, kno
 				ORDER BY x.occurred_at %s, x.episode_id %s LIMIT ?2)`, p, side, episodeColumnsOf("x"), cmp, p, dir, dir)
 		}
 	}
-	rows, err := s.query(ctx, q.String(), args...)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("episodes around: %w", err))
-	}
-	defer rows.Close()
 	out := map[string]sgam.Window{}
-	for rows.Next() {
+	err := s.each(ctx, "episodes around", q.String(), args, func(sc scanner) error {
 		var target string
 		var side int
-		e, err := scanEpisode(prefixed{rows, []any{&target, &side}})
+		e, err := scanEpisode(prefixed{sc, []any{&target, &side}})
 		if err != nil {
-			return nil, mapErr(fmt.Errorf("episodes around: %w", err))
+			return err
 		}
 		w := out[target]
 		if side == 0 {
@@ -237,8 +224,12 @@ func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, kno
 			w.After = append(w.After, e)
 		}
 		out[target] = w
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // prefixed scans leading columns into dest before a scanner's own.

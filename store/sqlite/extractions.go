@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/sgam-dev/sgam"
@@ -23,20 +21,17 @@ func (t *tx) InsertExtraction(x sgam.Extraction) error {
 
 // Extractions implements engine.Reader.
 func (s *db) Extractions(ctx context.Context, tenant, episodeID string) ([]sgam.Extraction, error) {
-	rows, err := s.query(ctx, `SELECT record FROM extractions WHERE tenant = ? AND episode_id = ? ORDER BY recorded_at, rowid`, tenant, episodeID)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("list extractions: %w", err))
-	}
-	defer rows.Close()
 	out := []sgam.Extraction{}
-	for rows.Next() {
-		x, err := scanExtraction(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, x)
+	err := s.each(ctx, "list extractions", `SELECT record FROM extractions WHERE tenant = ? AND episode_id = ? ORDER BY recorded_at, rowid`,
+		[]any{tenant, episodeID}, func(sc scanner) error {
+			x, err := scanExtraction(sc)
+			out = append(out, x)
+			return err
+		})
+	if err != nil {
+		return nil, err
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // ExtractionByPrompt implements engine.Reader.
@@ -54,23 +49,17 @@ func (s *db) TokensSpent(ctx context.Context, tenant string, since int64) (int, 
 	// saturates instead.
 	err := s.queryRow(ctx, `SELECT CAST(min(total(tokens), ?) AS INTEGER) FROM extractions WHERE tenant = ? AND recorded_at >= ?`,
 		sgam.MaxTokenCount, tenant, since).Scan(&n)
-	if err != nil {
-		return 0, mapErr(fmt.Errorf("sum tokens: %w", err))
-	}
-	return n, nil
+	return n, mapRead("sum tokens", err)
 }
 
 func scanExtraction(sc scanner) (sgam.Extraction, error) {
 	var x sgam.Extraction
 	var body []byte
 	if err := sc.Scan(&body); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return x, err
-		}
-		return x, mapErr(fmt.Errorf("read extraction: %w", err))
+		return x, err
 	}
 	if err := json.Unmarshal(body, &x); err != nil {
-		return x, &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("a stored extraction record does not parse: %v", err), Err: err}
+		return x, fmt.Errorf("a stored extraction record does not parse: %w", err)
 	}
 	return x, nil
 }
@@ -130,23 +119,20 @@ func (t *tx) SetBudget(tenant string, tokensPerDay int) error {
 
 // QueuedExtractions implements engine.Reader.
 func (s *db) QueuedExtractions(ctx context.Context, limit int, dueBy int64) ([]sgam.QueuedExtraction, error) {
-	rows, err := s.query(ctx, `SELECT tenant, episode_id, again, queued_at, due_at FROM extract_queue WHERE due_at <= ?
-		ORDER BY due_at, tenant, episode_id LIMIT ?`, dueBy, limit)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("list queued extractions: %w", err))
-	}
-	defer rows.Close()
 	out := []sgam.QueuedExtraction{}
-	for rows.Next() {
+	err := s.each(ctx, "list queued extractions", `SELECT tenant, episode_id, again, queued_at, due_at FROM extract_queue WHERE due_at <= ?
+		ORDER BY due_at, tenant, episode_id LIMIT ?`, []any{dueBy, limit}, func(sc scanner) error {
 		var q sgam.QueuedExtraction
 		var at, due int64
-		if err := rows.Scan(&q.Tenant, &q.EpisodeID, &q.Again, &at, &due); err != nil {
-			return nil, mapErr(fmt.Errorf("list queued extractions: %w", err))
-		}
+		err := sc.Scan(&q.Tenant, &q.EpisodeID, &q.Again, &at, &due)
 		q.QueuedAt, q.DueAt = sgam.FromMicros(at), sgam.FromMicros(due)
 		out = append(out, q)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // TokensPerDay implements engine.Reader.

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/store/internal/engine"
@@ -46,20 +45,16 @@ func (s *db) APIKey(ctx context.Context, id string) (engine.StoredKey, bool, err
 
 // APIKeys implements engine.Reader.
 func (s *db) APIKeys(ctx context.Context, tenant string) ([]sgam.APIKey, error) {
-	rows, err := s.query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE tenant = ? ORDER BY created_at, key_id`, tenant)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("list keys: %w", err))
-	}
-	defer rows.Close()
 	out := []sgam.APIKey{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, mapErr(fmt.Errorf("list keys: %w", err))
-		}
+	err := s.each(ctx, "list keys", `SELECT `+keyColumns+` FROM api_keys WHERE tenant = ? ORDER BY created_at, key_id`, []any{tenant}, func(sc scanner) error {
+		k, err := scanKey(sc)
 		out = append(out, k)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // writeOnly runs fn in a write transaction of this driver's own.

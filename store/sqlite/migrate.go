@@ -29,7 +29,7 @@ func (s *db) CountSubjects(ctx context.Context, q ledger.MigrationQuery) (int, e
 	where, args := migrationRows(q, 3)
 	err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT DISTINCT tenant, subject FROM facts f WHERE `+where+`)`, args...).Scan(&n)
 	if err != nil {
-		return 0, mapErr(fmt.Errorf("count subjects to migrate: %w", err))
+		return 0, mapRead("count subjects to migrate", err)
 	}
 	return n, nil
 }

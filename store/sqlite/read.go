@@ -199,7 +199,7 @@ func (s *db) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, err
 	}
 	got, found, err := s.gets.getRow(ctx, key, v, k)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("get %s: %w", key, err))
+		return nil, mapRead("get "+key.String(), err)
 	}
 	if !found || got.validTo <= v {
 		return nil, nil // no row, or a gap: nothing holds at v
@@ -231,32 +231,28 @@ func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]strin
 	list, _ := json.Marshal(ids)
 	// A subject with any believed row has a believed row open in valid
 	// time (the last of some key's timeline): the open-row index answers.
-	rows, err := s.query(ctx, `SELECT e.value FROM json_each(?2) e WHERE EXISTS (SELECT 1 FROM facts INDEXED BY facts_open
+	return s.strings(ctx, "find subjects", `SELECT e.value FROM json_each(?2) e WHERE EXISTS (SELECT 1 FROM facts INDEXED BY facts_open
 		WHERE tenant = ?1 AND subject = e.value AND retracted_at IS NULL AND valid_to IS NULL)`, tenant, string(list))
-	return collectSubjects(rows, err)
 }
 
 // SubjectsNamed implements engine.Reader.
 func (s *db) SubjectsNamed(ctx context.Context, tenant string, members []string, at sgam.At) ([][2]string, error) {
 	v, k := s.resolve(at)
 	list, _ := json.Marshal(members)
-	rows, err := s.query(ctx, `SELECT DISTINCT f.member, f.subject FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_alias_name
+	var out [][2]string
+	err := s.each(ctx, "find subjects by name", `SELECT DISTINCT f.member, f.subject FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_alias_name
 		WHERE f.tenant = ?1 AND f.alias_name IS NOT NULL AND f.alias_name = e.value AND f.value IS NOT NULL
 		  AND f.recorded_at <= ?4 AND (f.retracted_at IS NULL OR f.retracted_at > ?4)
-		  AND (f.valid_to IS NULL OR (f.valid_from <= ?3 AND f.valid_to > ?3))`, tenant, string(list), v, k)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("find subjects by name: %w", err))
-	}
-	defer rows.Close()
-	var out [][2]string
-	for rows.Next() {
+		  AND (f.valid_to IS NULL OR (f.valid_from <= ?3 AND f.valid_to > ?3))`, []any{tenant, string(list), v, k}, func(sc scanner) error {
 		var p [2]string
-		if err := rows.Scan(&p[0], &p[1]); err != nil {
-			return nil, mapErr(fmt.Errorf("find subjects by name: %w", err))
-		}
+		err := sc.Scan(&p[0], &p[1])
 		out = append(out, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // SubjectsFrom implements engine.Reader.
@@ -264,60 +260,46 @@ func (s *db) SubjectsFrom(ctx context.Context, tenant string, episodes []string,
 	list, _ := json.Marshal(episodes)
 	// Each episode by the source index (CROSS JOIN keeps json_each the
 	// outer loop): the planner would rather walk every row of the tenant.
-	rows, err := s.query(ctx, `SELECT DISTINCT f.subject FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_source
+	out, err := s.strings(ctx, "find subjects", `SELECT DISTINCT f.subject FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_source
 		WHERE f.tenant = ?1 AND f.source = e.value AND f.recorded_at <= ?3 AND (f.retracted_at IS NULL OR f.retracted_at > ?3)`, tenant, string(list), knownAt)
-	out, err := collectSubjects(rows, err)
 	slices.Sort(out)
 	return out, err
-}
-
-func collectSubjects(rows *sql.Rows, err error) ([]string, error) {
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("find subjects: %w", err))
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, mapErr(fmt.Errorf("find subjects: %w", err))
-		}
-		out = append(out, s)
-	}
-	return out, mapErr(rows.Err())
 }
 
 // State implements engine.Reader.
 func (s *db) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
 	v, k := s.resolve(at)
 	rows, err := s.rst.state.QueryContext(ctx, tenant, subject, v, k)
-	return collectFacts(rows, err, "state of "+subject)
+	out, err := collectFacts(rows, err)
+	return out, mapRead("state of "+subject, err)
 }
 
 // Members implements engine.Reader.
 func (s *db) Members(ctx context.Context, key sgam.Key, at sgam.At) ([]sgam.Fact, error) {
 	v, k := s.resolve(at)
 	rows, err := s.rst.members.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, v, k)
-	return collectFacts(rows, err, "members of "+key.String())
+	out, err := collectFacts(rows, err)
+	return out, mapRead("members of "+key.String(), err)
 }
 
 // History implements engine.Reader.
 func (s *db) History(ctx context.Context, key sgam.Key) ([]sgam.Fact, error) {
 	rows, err := s.rst.history.QueryContext(ctx, key.Tenant, key.Subject, key.Attribute, temporal.Open, key.Member)
-	return collectFacts(rows, err, "history of "+key.String())
+	out, err := collectFacts(rows, err)
+	return out, mapRead("history of "+key.String(), err)
 }
 
 // Trace implements engine.Reader.
 func (s *db) Trace(ctx context.Context, tenant string, factID int64) (sgam.Trace, error) {
 	tr, err := s.trace(ctx, tenant, factID)
-	return tr, mapErr(err)
+	return tr, mapRead("trace", err)
 }
 
 func (s *db) trace(ctx context.Context, tenant string, factID int64) (sgam.Trace, error) {
 	// One read transaction: the chain and its episodes from one snapshot.
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return sgam.Trace{}, fmt.Errorf("trace: %w", err)
+		return sgam.Trace{}, err
 	}
 	defer tx.Rollback()
 	chain, err := collectFacts(tx.StmtContext(ctx, s.rst.trace).QueryContext(ctx, factID, tenant, temporal.Open))
@@ -335,7 +317,7 @@ func (s *db) trace(ctx context.Context, tenant string, factID int64) (sgam.Trace
 			seen[id] = true
 			e, err := scanEpisode(epStmt.QueryRowContext(ctx, tenant, id))
 			if err != nil {
-				return sgam.Trace{}, fmt.Errorf("trace episode %s: %w", id, err)
+				return sgam.Trace{}, fmt.Errorf("episode %s: %w", id, err)
 			}
 			tr.Episodes = append(tr.Episodes, e)
 		}
@@ -345,24 +327,23 @@ func (s *db) trace(ctx context.Context, tenant string, factID int64) (sgam.Trace
 
 // Receipts implements engine.Reader.
 func (s *db) Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error) {
-	rows, err := s.query(ctx, `SELECT receipt FROM audit WHERE tenant = ? ORDER BY at, rowid`, tenant)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("list receipts: %w", err))
-	}
-	defer rows.Close()
 	out := []sgam.Receipt{}
-	for rows.Next() {
+	err := s.each(ctx, "list receipts", `SELECT receipt FROM audit WHERE tenant = ? ORDER BY at, rowid`, []any{tenant}, func(sc scanner) error {
 		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			return nil, mapErr(fmt.Errorf("list receipts: %w", err))
+		if err := sc.Scan(&body); err != nil {
+			return err
 		}
 		var rc sgam.Receipt
 		if err := json.Unmarshal(body, &rc); err != nil {
-			return nil, &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("list receipts: a stored receipt does not parse: %v", err), Err: err}
+			return fmt.Errorf("a stored receipt does not parse: %w", err)
 		}
 		out = append(out, rc)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // Stats implements engine.Reader.
@@ -380,10 +361,10 @@ func (s *db) Stats(ctx context.Context, tenant string) (sgam.TenantStats, error)
 		{`SELECT COUNT(*) FROM extract_queue WHERE tenant = ?`, &st.Queued},
 	} {
 		if err := s.queryRow(ctx, c.query, tenant).Scan(c.into); err != nil {
-			return st, mapErr(fmt.Errorf("count: %w", err))
+			return st, mapRead("count", err)
 		}
 	}
-	if err := s.collect(ctx, `SELECT status, COUNT(*) FROM extractions WHERE tenant = ? GROUP BY status`, []any{tenant}, func(sc scanner) error {
+	if err := s.each(ctx, "count", `SELECT status, COUNT(*) FROM extractions WHERE tenant = ? GROUP BY status`, []any{tenant}, func(sc scanner) error {
 		var status string
 		var n int
 		err := sc.Scan(&status, &n)
@@ -392,7 +373,7 @@ func (s *db) Stats(ctx context.Context, tenant string) (sgam.TenantStats, error)
 	}); err != nil {
 		return st, err
 	}
-	err := s.collect(ctx, `SELECT subject FROM facts WHERE tenant = ? AND retracted_at IS NULL GROUP BY subject ORDER BY MAX(recorded_at) DESC, subject LIMIT ?`,
+	err := s.each(ctx, "count", `SELECT subject FROM facts WHERE tenant = ? AND retracted_at IS NULL GROUP BY subject ORDER BY MAX(recorded_at) DESC, subject LIMIT ?`,
 		[]any{tenant, sgam.MaxRecentSubjects}, func(sc scanner) error {
 			var subject string
 			err := sc.Scan(&subject)
@@ -402,25 +383,60 @@ func (s *db) Stats(ctx context.Context, tenant string) (sgam.TenantStats, error)
 	return st, err
 }
 
-// collect runs query and calls row for each row.
-func (s *db) collect(ctx context.Context, query string, args []any, row func(scanner) error) error {
+// A read of the pool maps its error at its end, once, as a write does at
+// its transaction's end (writeOnly): each for the reads of many rows,
+// mapRead for the rest.
+
+// each runs a read through its prepared statement and hands every row to
+// row, in order; its error, wrapped with what it was doing, is mapped.
+func (s *db) each(ctx context.Context, what, query string, args []any, row func(scanner) error) error {
 	rows, err := s.query(ctx, query, args...)
+	return mapRead(what, scanRows(rows, err, row))
+}
+
+// strings reads a column of text.
+func (s *db) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
+	var out []string
+	err := s.each(ctx, what, query, args, func(sc scanner) error {
+		var v string
+		err := sc.Scan(&v)
+		out = append(out, v)
+		return err
+	})
 	if err != nil {
-		return mapErr(fmt.Errorf("count: %w", err))
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanRows hands every row of rows (or the error of their query) to row,
+// in order, and closes them. Its error is not mapped: the read's end does
+// that.
+func scanRows(rows *sql.Rows, err error, row func(scanner) error) error {
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := row(rows); err != nil {
-			return mapErr(fmt.Errorf("count: %w", err))
+			return err
 		}
 	}
-	return mapErr(rows.Err())
+	return rows.Err()
+}
+
+// mapRead maps the error of a read of what (nil stays nil).
+func mapRead(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return mapErr(fmt.Errorf("%s: %w", what, err))
 }
 
 // SchemaHead implements engine.Reader.
 func (s *db) SchemaHead(ctx context.Context, tenant string) (ledger.Head, error) {
 	h, err := scanHead(s.queryRow(ctx, headQuery, tenant), tenant)
-	return h, mapErr(err)
+	return h, mapRead("read schema", err)
 }
 
 const schemaColumns = `tenant, version, hash, applied_at, body`
@@ -434,7 +450,7 @@ func schemaVersion(sc scanner) (sgam.SchemaVersion, bool, error) {
 		return v, false, nil
 	}
 	if err != nil {
-		return v, false, fmt.Errorf("read schema: %w", err)
+		return v, false, err
 	}
 	v.Body, v.AppliedAt, v.StoreDefault = body, sgam.FromMicros(at), v.Tenant == ""
 	return v, true, nil
@@ -443,64 +459,42 @@ func schemaVersion(sc scanner) (sgam.SchemaVersion, bool, error) {
 // SchemaVersion implements engine.Reader.
 func (s *db) SchemaVersion(ctx context.Context, h ledger.Head) (sgam.SchemaVersion, bool, error) {
 	v, found, err := schemaVersion(s.queryRow(ctx, `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? AND version = ?`, h.Owner, h.Version))
-	return v, found, mapErr(err)
+	return v, found, mapRead("read schema", err)
 }
 
 // SchemaVersions implements engine.Reader.
 func (s *db) SchemaVersions(ctx context.Context, owner string) ([]sgam.SchemaVersion, error) {
-	rows, err := s.query(ctx, `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? ORDER BY version`, owner)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("read schemas: %w", err))
-	}
-	defer rows.Close()
 	var out []sgam.SchemaVersion
-	for rows.Next() {
-		v, _, err := schemaVersion(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
+	err := s.each(ctx, "read schemas", `SELECT `+schemaColumns+` FROM schemas WHERE tenant = ? ORDER BY version`, []any{owner}, func(sc scanner) error {
+		v, _, err := schemaVersion(sc)
 		out = append(out, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // SchemaOwners implements engine.Reader.
 func (s *db) SchemaOwners(ctx context.Context) ([]string, error) {
-	rows, err := s.query(ctx, `SELECT DISTINCT tenant FROM schemas WHERE tenant <> '' ORDER BY tenant`)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("read schemas: %w", err))
+	out, err := s.strings(ctx, "read schemas", `SELECT DISTINCT tenant FROM schemas WHERE tenant <> '' ORDER BY tenant`)
+	if out == nil && err == nil {
+		out = []string{}
 	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, mapErr(fmt.Errorf("read schemas: %w", err))
-		}
-		out = append(out, t)
-	}
-	return out, mapErr(rows.Err())
+	return out, err
 }
 
-func collectFacts(rows *sql.Rows, err error, what ...string) ([]sgam.Fact, error) {
-	name := "read facts"
-	if len(what) > 0 {
-		name = what[0]
-	}
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("%s: %w", name, err))
-	}
-	defer rows.Close()
+// collectFacts scans fact rows (its error is not mapped).
+func collectFacts(rows *sql.Rows, err error) ([]sgam.Fact, error) {
 	out := []sgam.Fact{}
-	for rows.Next() {
-		f, err := scanFact(rows)
-		if err != nil {
-			return nil, mapErr(fmt.Errorf("%s: %w", name, err))
-		}
+	err = scanRows(rows, err, func(sc scanner) error {
+		f, err := scanFact(sc)
 		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("%s: %w", name, err))
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -515,18 +509,5 @@ SELECT attr FROM a WHERE attr IS NOT NULL LIMIT ?3`
 
 // Attributes implements engine.Reader.
 func (s *db) Attributes(ctx context.Context, tenant, subject string, limit int) ([]string, error) {
-	rows, err := s.query(ctx, attributesSQL, tenant, subject, limit)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("attributes of %s: %w", subject, err))
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
-			return nil, mapErr(fmt.Errorf("attributes of %s: %w", subject, err))
-		}
-		out = append(out, a)
-	}
-	return out, mapErr(rows.Err())
+	return s.strings(ctx, "attributes of "+subject, attributesSQL, tenant, subject, limit)
 }

@@ -46,7 +46,7 @@ func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt 
 	case errors.Is(err, sql.ErrNoRows):
 		return []sgam.EpisodeHit{}, nil
 	case err != nil:
-		return nil, mapErr(fmt.Errorf("search: %w", err))
+		return nil, mapRead("search", err)
 	}
 	terms, err := s.selective(ctx, terms)
 	if err != nil {
@@ -109,25 +109,18 @@ func (s *db) termCounts(ctx context.Context, stems []any) (map[string]int, error
 	for i := range missing {
 		lookups[i] = fmt.Sprintf("SELECT term, doc FROM search_vocab WHERE term = ?%d", i+1)
 	}
-	rows, err := s.query(ctx, strings.Join(lookups, " UNION ALL "), missing...)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("search: term counts: %w", err))
-	}
-	defer rows.Close()
 	read := map[string]int{}
 	for _, st := range missing {
 		read[st.(string)] = 0 // a term the index does not hold
 	}
-	for rows.Next() {
+	if err := s.each(ctx, "search: term counts", strings.Join(lookups, " UNION ALL "), missing, func(sc scanner) error {
 		var term string
 		var n int
-		if err := rows.Scan(&term, &n); err != nil {
-			return nil, mapErr(fmt.Errorf("search: term counts: %w", err))
-		}
+		err := sc.Scan(&term, &n)
 		read[term] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("search: term counts: %w", err))
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	s.terms.mu.Lock()
 	for t, n := range read {
@@ -153,29 +146,29 @@ type termCountCache struct {
 // search ranks the best depth rows of the index and returns the first
 // limit of them recorded by knownAt, and how many rows were ranked.
 func (s *db) search(ctx context.Context, tenant, match string, lo, hi, knownAt int64, limit, depth int) (out []sgam.EpisodeHit, ranked int, err error) {
-	rows, err := s.query(ctx, `SELECT `+episodeColumnsOf("e")+`, -m.rank, e.recorded_at <= ?3
+	out = []sgam.EpisodeHit{}
+	err = s.each(ctx, "search", `SELECT `+episodeColumnsOf("e")+`, -m.rank, e.recorded_at <= ?3
 		FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ?2 AND rowid > ?5 AND rowid < ?6 ORDER BY rank LIMIT ?4) m
 		JOIN search_docs d ON d.doc = m.rowid
 		JOIN episodes e ON e.tenant = d.tenant AND e.episode_id = d.episode_id
 		WHERE d.tenant = ?1
-		ORDER BY m.rank`, tenant, match, knownAt, depth, lo, hi)
-	if err != nil {
-		return nil, 0, mapErr(fmt.Errorf("search: %w", err))
-	}
-	defer rows.Close()
-	out = []sgam.EpisodeHit{}
-	for rows.Next() {
+		ORDER BY m.rank`, []any{tenant, match, knownAt, depth, lo, hi}, func(sc scanner) error {
 		var h sgam.EpisodeHit
 		var known bool
-		if h.Episode, err = scanEpisode(rows, &h.Score, &known); err != nil {
-			return nil, 0, mapErr(fmt.Errorf("search: %w", err))
+		var err error
+		if h.Episode, err = scanEpisode(sc, &h.Score, &known); err != nil {
+			return err
 		}
 		ranked++
 		if known && len(out) < limit {
 			out = append(out, h)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
-	return out, ranked, mapErr(rows.Err())
+	return out, ranked, nil
 }
 
 // reindexBatch is how many episodes one transaction of Reindex indexes.
@@ -194,7 +187,7 @@ type execer interface {
 func (s *db) Reindex(ctx context.Context, tenant string, progress func(done, total int)) (int, error) {
 	var total int
 	if err := s.queryRow(ctx, `SELECT count(*) FROM episodes WHERE ?1 = '' OR tenant = ?1`, tenant).Scan(&total); err != nil {
-		return 0, mapErr(fmt.Errorf("reindex: %w", err))
+		return 0, mapRead("reindex", err)
 	}
 	progress(0, total)
 	done := 0

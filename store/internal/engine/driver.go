@@ -13,8 +13,9 @@ import (
 // the SQL that answers the engine's questions. It checks no input and
 // decides nothing the other driver would decide the same way; the engine
 // does that, once. Its errors reach the engine already mapped to
-// *sgam.Error (unavailable, conflict, internal), once, at the transaction
-// boundary.
+// *sgam.Error (unavailable, conflict, internal), once: a write's at the end
+// of its transaction, a read's at the end of the read (each Reader method
+// maps its error in one place, never statement by statement).
 type Driver interface {
 	Reader
 	// Write runs fn in one write transaction scoped to tenant ("" for
