@@ -11,52 +11,88 @@ import (
 	"sync"
 )
 
-// DecodeStrict decodes one JSON object (a line of an export or an ingest
-// file) into v, rejecting unknown fields and naming the field at fault.
-// Check the text with CheckJSON first: encoding/json keeps the last of a
-// field given twice and rewrites invalid UTF-8.
-func DecodeStrict(raw []byte, v any) error {
+// DecodeStrict decodes one JSON object into v, naming the field at fault;
+// whole is the name of the text itself in its errors ("body" for an HTTP
+// request, "line" for a line of a file). It is the one decoder of sgam's
+// JSON inputs (the HTTP API's bodies, the lines of replay scripts, ingest
+// files and exports), so that each fault has one wording everywhere. It
+// refuses, in order:
+//   - empty text;
+//   - text that is not one strict JSON value (CheckJSON: a field given
+//     twice, invalid UTF-8, a lone surrogate, a number out of range,
+//     trailing data), which encoding/json would read other than as
+//     written;
+//   - a key that names a field of v only when case is ignored
+//     (CheckFieldNames);
+//   - a key that names no field of v, and a value of the wrong JSON type.
+func DecodeStrict(whole string, raw []byte, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return Errorf(Invalid, whole, "is empty: a JSON object is expected")
+	}
+	if err := CheckJSON(whole, raw); err != nil {
+		return err
+	}
 	if err := CheckFieldNames(raw, v); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fieldError(err)
-	}
-	if dec.More() {
-		return Errorf(Invalid, "line", "holds more than one JSON value")
+		return decodeError(whole, err)
 	}
 	return nil
 }
 
-// fieldError turns an encoding/json error into an *sgam.Error naming the
-// field.
-func fieldError(err error) error {
+// decodeError turns an encoding/json error into an *Error naming the
+// field (whole when it names none).
+func decodeError(whole string, err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return Errorf(Invalid, te.Field, "must be %s, not JSON %s", typeName(te.Type.String()), te.Value)
+		field := te.Field
+		if field == "" {
+			field = whole
+		}
+		return Errorf(Invalid, field, "must be a JSON %s, not %s", jsonKind(te.Type), jsonValue(te.Value))
 	}
-	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
-		return Errorf(Invalid, field, "is not a known field")
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		if name == "" || len(name) > 64 {
+			return Errorf(Invalid, whole, "has an unknown field %.64q", name)
+		}
+		return Errorf(Invalid, name, "is not a known field")
 	}
-	return Errorf(Invalid, "line", "is not valid JSON: %v", err)
+	return Errorf(Invalid, whole, "is not valid: %v", err)
 }
 
-func typeName(goType string) string {
-	switch goType {
-	case "string", "*string":
-		return "a string"
-	case "int", "int64", "*int64":
-		return "an integer"
-	case "bool":
-		return "true or false"
+// jsonKind names the JSON type a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	if strings.HasPrefix(goType, "[]") {
-		return "an array"
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
 	}
-	return "an object"
+	return "number"
+}
+
+// jsonValue names what the decoder found: encoding/json says "number
+// 800.5" for a fraction sent for an integer, and "number" for one beyond
+// the field's range.
+func jsonValue(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return "the number " + n
+	}
+	return v
 }
 
 // CheckFieldNames refuses an object key of raw that names a field of v's

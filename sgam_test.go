@@ -313,7 +313,7 @@ func TestFieldNamesExact(t *testing.T) {
 		{`{"plain":"x"}`, "plain", `the field is "Plain"`},
 	} {
 		var l line
-		err := sgam.DecodeStrict([]byte(c.in), &l)
+		err := sgam.DecodeStrict("line", []byte(c.in), &l)
 		var se *sgam.Error
 		require.ErrorAs(t, err, &se, c.in)
 		require.Equal(t, c.field, se.Field, c.in)
@@ -321,9 +321,87 @@ func TestFieldNamesExact(t *testing.T) {
 	}
 	// Exact names pass, and a raw value's own keys are not fields.
 	var l line
-	require.NoError(t, sgam.DecodeStrict([]byte(`{"kind":"k","subject":"s","items":[{"name":"a"}],"by_key":{"K":{"name":"b"}},"raw":{"SUBJECT":1},"Plain":"p"}`), &l))
+	require.NoError(t, sgam.DecodeStrict("line", []byte(`{"kind":"k","subject":"s","items":[{"name":"a"}],"by_key":{"K":{"name":"b"}},"raw":{"SUBJECT":1},"Plain":"p"}`), &l))
 	require.Equal(t, "s", l.Subject)
 	require.Equal(t, "k", l.Kind)
 	// Keys that match nothing are the decoder's to refuse.
-	require.ErrorContains(t, sgam.DecodeStrict([]byte(`{"nope":1}`), &l), "is not a known field")
+	require.ErrorContains(t, sgam.DecodeStrict("line", []byte(`{"nope":1}`), &l), "is not a known field")
+}
+
+// request is a body of every kind of field a decoded input has.
+type request struct {
+	Subject string          `json:"subject"`
+	Count   int64           `json:"count"`
+	Ratio   *float64        `json:"ratio"`
+	Flag    bool            `json:"flag"`
+	Tags    []string        `json:"tags"`
+	Value   json.RawMessage `json:"value"`
+	Nested  *struct {
+		A int `json:"a"`
+	} `json:"nested"`
+	Attribute string `json:"attribute"`
+}
+
+// TestDecodeStrictFaults: each fault of an input has one wording, and
+// names the field (or the whole text), whatever the surface.
+func TestDecodeStrictFaults(t *testing.T) {
+	for _, c := range []struct{ in, field, says string }{
+		{``, "body", "is empty: a JSON object is expected"},
+		{"  \n", "body", "is empty: a JSON object is expected"},
+		{`{`, "body", "not valid JSON"},
+		{`{} {}`, "body", "not valid JSON"},
+		{`[1]`, "body", "must be a JSON object, not array"},
+		{`"x"`, "body", "must be a JSON object, not string"},
+		{`{"subject":1}`, "subject", "must be a JSON string, not number"},
+		{`{"count":1.5}`, "count", "must be a JSON integer, not the number 1.5"},
+		{`{"count":"1"}`, "count", "must be a JSON integer, not string"},
+		{`{"ratio":"x"}`, "ratio", "must be a JSON number, not string"},
+		{`{"flag":1}`, "flag", "must be a JSON boolean, not number"},
+		{`{"tags":"a"}`, "tags", "must be a JSON array, not string"},
+		{`{"nested":{"a":"b"}}`, "nested.a", "must be a JSON integer, not string"},
+		{`{"nope":1}`, "nope", "is not a known field"},
+		{`{"` + strings.Repeat("k", 100) + `":1}`, "body", "has an unknown field"},
+		{`{"SUBJECT":"m"}`, "SUBJECT", "field names are case-sensitive"},
+		{`{"attribute":"b","attribute":"c"}`, "attribute", "is given twice"},
+	} {
+		var r request
+		err := sgam.DecodeStrict("body", []byte(c.in), &r)
+		require.Error(t, err, c.in)
+		require.Equal(t, sgam.Invalid, sgam.ErrorCode(err), c.in)
+		require.Equal(t, c.field, sgam.ErrorField(err), c.in)
+		require.Contains(t, err.Error(), c.says, c.in)
+	}
+	var r request
+	require.NoError(t, sgam.DecodeStrict("line", []byte(`{"subject":"mira","count":2,"ratio":0.5,"tags":["a"],"value":{"x":[1e308]}}`), &r))
+	require.Equal(t, "mira", r.Subject)
+	require.JSONEq(t, `{"x":[1e308]}`, string(r.Value))
+}
+
+// FuzzDecodeStrict: whatever the input, the decoder never panics; every
+// refusal is Invalid and names a field; what it accepts is one JSON object
+// that encoding/json reads the same way.
+func FuzzDecodeStrict(f *testing.F) {
+	for _, s := range []string{`{"subject":"mira","attribute":"city","value":"Oslo"}`, `{`, `[]`, `{"value":{"a":[1,2,{"b":null}]}}`,
+		`{"subject":1}`, `{"x":1}`, `{} {}`, ``, `"\u0000"`, `{"SUBJECT":"a"}`, `{"nested":{"a":1,"a":2}}`, `{"count":1e400}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var r request
+		err := sgam.DecodeStrict("body", in, &r)
+		if err != nil {
+			if sgam.ErrorCode(err) != sgam.Invalid || sgam.ErrorField(err) == "" {
+				t.Fatalf("%q: a refusal without a field: %v", in, err)
+			}
+			return
+		}
+		var again request
+		if err := json.Unmarshal(in, &again); err != nil {
+			t.Fatalf("%q: accepted, but encoding/json refuses it: %v", in, err)
+		}
+		a, _ := json.Marshal(r)
+		b, _ := json.Marshal(again)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%q: read as %s, encoding/json reads %s", in, a, b)
+		}
+	})
 }

@@ -229,13 +229,13 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 	var probe struct {
 		Type string `json:"type"`
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return Record{}, sgam.Errorf(sgam.Invalid, "line", "is not a JSON object: %v", err)
-	}
-	// encoding/json keeps the last of a field given twice and rewrites
-	// invalid UTF-8: an export restores exactly, so refuse both.
+	// The line is strict JSON before its type is read (DecodeStrict
+	// decodes it whole below, by its type).
 	if err := sgam.CheckJSON("line", raw); err != nil {
 		return Record{}, err
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return Record{}, sgam.Errorf(sgam.Invalid, "line", "must be a JSON object")
 	}
 	if !r.sawHeader && probe.Type != "header" {
 		return Record{}, sgam.Errorf(sgam.Invalid, "type", "the first line must be the header {\"type\":\"header\",\"format\":%q,...}", Format)
@@ -243,7 +243,7 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 	switch probe.Type {
 	case "header":
 		var h header
-		if err := sgam.DecodeStrict(raw, &h); err != nil {
+		if err := sgam.DecodeStrict("line", raw, &h); err != nil {
 			return Record{}, err
 		}
 		if r.sawHeader {
@@ -262,7 +262,7 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 			return Record{}, sgam.Errorf(sgam.Invalid, "type", "schemas must come before episodes and facts")
 		}
 		var l schemaLine
-		if err := sgam.DecodeStrict(raw, &l); err != nil {
+		if err := sgam.DecodeStrict("line", raw, &l); err != nil {
 			return Record{}, err
 		}
 		v := sgam.SchemaVersion{Tenant: l.Tenant, StoreDefault: l.StoreDefault, Version: l.Version, Hash: l.Hash, Body: l.Schema}
@@ -280,7 +280,7 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 			return Record{}, sgam.Errorf(sgam.Invalid, "type", "episodes must come before facts")
 		}
 		var l episodeLine
-		if err := sgam.DecodeStrict(raw, &l); err != nil {
+		if err := sgam.DecodeStrict("line", raw, &l); err != nil {
 			return Record{}, err
 		}
 		e := sgam.Episode{Tenant: l.Tenant, ID: l.EpisodeID, Session: l.Session, Kind: l.Kind, Content: l.Content,
@@ -296,7 +296,7 @@ func (r *Reader) decode(raw []byte) (Record, error) {
 	case "fact":
 		r.sawFact = true
 		var l factLine
-		if err := sgam.DecodeStrict(raw, &l); err != nil {
+		if err := sgam.DecodeStrict("line", raw, &l); err != nil {
 			return Record{}, err
 		}
 		f, err := fromFactLine(l)

@@ -37,11 +37,8 @@ const MaxLineBytes = sgam.DefaultMaxContentBytes + sgam.DefaultMaxMetadataBytes 
 // with neither an episode_id nor an idempotency_key gets Key("ingest",
 // its text): reading the file again captures nothing new.
 func ParseLine(raw []byte, tenant string) (sgam.Episode, error) {
-	if err := sgam.CheckJSON("line", raw); err != nil {
-		return sgam.Episode{}, err
-	}
 	var l line
-	if err := sgam.DecodeStrict(raw, &l); err != nil {
+	if err := sgam.DecodeStrict("line", raw, &l); err != nil {
 		return sgam.Episode{}, err
 	}
 	if l.Tenant == "" {

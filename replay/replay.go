@@ -105,30 +105,58 @@ func opNames() string {
 	return strings.Join(names, ", ")
 }
 
-// ParseLine parses one script line. Errors are *sgam.Error naming the
-// field: a missing or unknown field, a field the operation does not take,
-// a malformed timestamp or JSON value.
+// scriptLine is every field a line may hold, as sgam.DecodeStrict reads
+// them; which of them an operation takes is fields'.
+type scriptLine struct {
+	Op             string          `json:"op"`
+	Now            string          `json:"now"`
+	Tenant         string          `json:"tenant"`
+	EpisodeID      string          `json:"episode_id"`
+	Session        string          `json:"session"`
+	Kind           string          `json:"kind"`
+	Content        string          `json:"content"`
+	OccurredAt     string          `json:"occurred_at"`
+	Metadata       json.RawMessage `json:"metadata"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Retention      string          `json:"retention"`
+	Subject        string          `json:"subject"`
+	Attribute      string          `json:"attribute"`
+	Value          json.RawMessage `json:"value"`
+	ValidFrom      string          `json:"valid_from"`
+	At             string          `json:"at"`
+	Source         string          `json:"source"`
+	AsOf           string          `json:"as_of"`
+	KnownAt        string          `json:"known_at"`
+	FactID         int64           `json:"fact_id"`
+	Path           []string        `json:"path"`
+	PendingID      string          `json:"pending_id"`
+	Schema         json.RawMessage `json:"schema"`
+}
+
+// nullable are the fields whose value may be JSON null: a value is any
+// JSON (the ledger judges it), and null metadata is none.
+var nullable = map[string]bool{"value": true, "schema": true, "metadata": true}
+
+// ParseLine parses one script line with sgam.DecodeStrict. Errors are
+// *sgam.Error naming the field: a missing or unknown field, a field the
+// operation does not take, a malformed timestamp or JSON value.
 func ParseLine(line []byte) (Op, error) {
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if err := dec.Decode(&raw); err != nil {
-		return Op{}, sgam.Errorf(sgam.Invalid, "line", "is not a JSON object: %v", err)
-	}
-	if dec.More() {
-		return Op{}, sgam.Errorf(sgam.Invalid, "line", "holds more than one JSON value")
-	}
-	if raw == nil {
-		return Op{}, sgam.Errorf(sgam.Invalid, "line", "is not a JSON object")
-	}
-	// A map keeps the last of a field given twice, and json.Unmarshal
-	// rewrites invalid UTF-8: refuse both, naming the field.
+	// Which fields the line holds, to say which its operation takes
+	// before anything else: strict JSON first, so that a map reads it as
+	// written.
 	if err := sgam.CheckJSON("line", line); err != nil {
 		return Op{}, err
 	}
-	var op Op
-	if err := str(raw, "op", &op.Name); err != nil {
-		return op, err
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(line, &present); err != nil || present == nil {
+		var l scriptLine
+		return Op{}, sgam.DecodeStrict("line", line, &l) // says what the line is instead
 	}
+	var name string
+	if v, ok := present["op"]; ok && json.Unmarshal(v, &name) != nil {
+		return Op{}, sgam.Errorf(sgam.Invalid, "op", "must be a JSON string")
+	}
+	op := Op{Name: name}
 	allowed, ok := fields[op.Name]
 	if !ok {
 		if op.Name == "" {
@@ -140,78 +168,67 @@ func ParseLine(line []byte) (Op, error) {
 	for _, f := range allowed {
 		takes[strings.TrimPrefix(f, "!")] = true
 	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
+	keys := make([]string, 0, len(present))
+	for k := range present {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k == "" {
-			return op, sgam.Errorf(sgam.Invalid, "line", "has a field with an empty name")
-		}
 		if !takes[k] {
+			if k == "" || len(k) > 64 {
+				return op, sgam.Errorf(sgam.Invalid, "line", "has a field %.64q that %s does not take (it takes %s)", k, op.Name, strings.Join(trimBang(allowed), ", "))
+			}
 			return op, sgam.Errorf(sgam.Invalid, k, "is not a field of %s (it takes %s)", op.Name, strings.Join(trimBang(allowed), ", "))
+		}
+		if string(present[k]) == "null" && !nullable[k] {
+			return op, sgam.Errorf(sgam.Invalid, k, "is null: leave the field out instead")
 		}
 	}
 	for _, f := range allowed {
 		if name, required := strings.CutPrefix(f, "!"); required {
-			if _, ok := raw[name]; !ok {
+			if _, ok := present[name]; !ok {
 				return op, sgam.Errorf(sgam.Invalid, name, "is required by %s", op.Name)
 			}
 		}
 	}
-	if v, ok := raw["tenant"]; ok && string(v) == `""` {
+	var l scriptLine
+	if err := sgam.DecodeStrict("line", line, &l); err != nil {
+		return op, err
+	}
+	if _, ok := present["tenant"]; ok && l.Tenant == "" {
 		return op, sgam.Errorf(sgam.Invalid, "tenant", "is empty; leave it out to use the default tenant")
 	}
-	var errs []error
-	add := func(err error) { errs = append(errs, err) }
-	add(timeField(raw, "now", &op.Now))
-	add(str(raw, "tenant", &op.Tenant))
-	add(str(raw, "episode_id", &op.EpisodeID))
-	add(str(raw, "session", &op.Session))
-	add(str(raw, "kind", &op.Kind))
-	add(str(raw, "content", &op.Content))
-	add(timeField(raw, "occurred_at", &op.OccurredAt))
-	add(str(raw, "idempotency_key", &op.IdempotencyKey))
-	add(str(raw, "retention", &op.Retention))
-	add(str(raw, "subject", &op.Subject))
-	add(str(raw, "attribute", &op.Attribute))
-	add(timeField(raw, "valid_from", &op.ValidFrom))
-	add(timeField(raw, "at", &op.At))
-	add(str(raw, "source", &op.Source))
-	add(timeField(raw, "as_of", &op.AsOf))
-	add(timeField(raw, "known_at", &op.KnownAt))
-	if v, ok := raw["fact_id"]; ok {
-		if err := json.Unmarshal(v, &op.FactID); err != nil || op.FactID <= 0 || op.FactID > sgam.MaxFactID {
-			add(sgam.Errorf(sgam.Invalid, "fact_id", "must be a positive integer"))
+	op.Tenant, op.EpisodeID, op.Session, op.Kind, op.Content = l.Tenant, l.EpisodeID, l.Session, l.Kind, l.Content
+	op.IdempotencyKey, op.Retention, op.Subject, op.Attribute = l.IdempotencyKey, l.Retention, l.Subject, l.Attribute
+	op.Source, op.PendingID, op.Path, op.FactID = l.Source, l.PendingID, l.Path, l.FactID
+	op.Value, op.Schema = l.Value, l.Schema
+	if string(l.Metadata) != "null" {
+		op.Metadata = l.Metadata
+	}
+	for _, t := range []struct {
+		name string
+		text string
+		dst  *time.Time
+	}{{"now", l.Now, &op.Now}, {"occurred_at", l.OccurredAt, &op.OccurredAt}, {"valid_from", l.ValidFrom, &op.ValidFrom},
+		{"at", l.At, &op.At}, {"as_of", l.AsOf, &op.AsOf}, {"known_at", l.KnownAt, &op.KnownAt}} {
+		if _, ok := present[t.name]; !ok {
+			continue
 		}
-	}
-	if v, ok := raw["value"]; ok {
-		op.Value = v
-	}
-	add(str(raw, "pending_id", &op.PendingID))
-	if v, ok := raw["path"]; ok {
-		if err := json.Unmarshal(v, &op.Path); err != nil || op.Path == nil {
-			add(sgam.Errorf(sgam.Invalid, "path", "must be an array of attribute names"))
-		}
-	}
-	if v, ok := raw["schema"]; ok {
-		op.Schema = v
-	}
-	if op.Name == "confirm" || op.Name == "dismiss" {
-		_, byID := raw["pending_id"]
-		_, bySubject := raw["subject"]
-		_, byAttribute := raw["attribute"]
-		if byID == (bySubject || byAttribute) || bySubject != byAttribute {
-			add(sgam.Errorf(sgam.Invalid, "pending_id", "name the candidate by pending_id, or by subject and attribute"))
-		}
-	}
-	if v, ok := raw["metadata"]; ok && string(v) != "null" {
-		op.Metadata = v
-	}
-	for _, err := range errs {
+		v, err := sgam.ParseTime(t.name, t.text)
 		if err != nil {
 			return op, err
+		}
+		*t.dst = v
+	}
+	if _, ok := present["fact_id"]; ok && (op.FactID <= 0 || op.FactID > sgam.MaxFactID) {
+		return op, sgam.Errorf(sgam.Invalid, "fact_id", "must be a positive integer")
+	}
+	if op.Name == "confirm" || op.Name == "dismiss" {
+		_, byID := present["pending_id"]
+		_, bySubject := present["subject"]
+		_, byAttribute := present["attribute"]
+		if byID == (bySubject || byAttribute) || bySubject != byAttribute {
+			return op, sgam.Errorf(sgam.Invalid, "pending_id", "name the candidate by pending_id, or by subject and attribute")
 		}
 	}
 	return op, nil
@@ -223,36 +240,6 @@ func trimBang(fs []string) []string {
 		out[i] = strings.TrimPrefix(f, "!")
 	}
 	return out
-}
-
-func str(raw map[string]json.RawMessage, name string, dst *string) error {
-	v, ok := raw[name]
-	if !ok {
-		return nil
-	}
-	if string(v) == "null" {
-		return sgam.Errorf(sgam.Invalid, name, "must be a string, not null (leave the field out instead)")
-	}
-	if err := json.Unmarshal(v, dst); err != nil {
-		return sgam.Errorf(sgam.Invalid, name, "must be a string")
-	}
-	return nil
-}
-
-func timeField(raw map[string]json.RawMessage, name string, dst *time.Time) error {
-	var s string
-	if _, ok := raw[name]; !ok {
-		return nil
-	}
-	if err := str(raw, name, &s); err != nil {
-		return err
-	}
-	t, err := sgam.ParseTime(name, s)
-	if err != nil {
-		return err
-	}
-	*dst = t
-	return nil
 }
 
 // Result is one line of output.

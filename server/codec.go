@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/sgam-dev/sgam"
@@ -90,71 +88,14 @@ func readBody(r *http.Request) ([]byte, error) {
 	return nil, sgam.Errorf(sgam.Invalid, "body", "could not be read to its end: %v", err)
 }
 
-// decode reads one JSON object into v, naming the field at fault. It
-// refuses what is not strict JSON first (sgam.CheckJSON: trailing data, a
-// field given twice, invalid UTF-8 or lone surrogates, which encoding/json
-// would read other than as written), then unknown fields and wrong types.
+// decode reads one JSON object into v with sgam.DecodeStrict, naming the
+// field at fault ("body" for the body itself).
 func decode(r *http.Request, v any) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return sgam.Errorf(sgam.Invalid, "body", "is empty: send a JSON object")
-	}
-	if err := sgam.CheckJSON("body", body); err != nil {
-		return err
-	}
-	if err := sgam.CheckFieldNames(body, v); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te):
-			field := te.Field
-			if field == "" {
-				field = "body"
-			}
-			return sgam.Errorf(sgam.Invalid, field, "must be a JSON %s, not %s", jsonKind(te.Type.Kind().String()), jsonValue(te.Value))
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			if name == "" || len(name) > 64 {
-				return sgam.Errorf(sgam.Invalid, "body", "has an unknown field %.64q", name)
-			}
-			return sgam.Errorf(sgam.Invalid, name, "is not a field of this request")
-		}
-		return sgam.Errorf(sgam.Invalid, "body", "is not a valid request: %v", err)
-	}
-	return nil
-}
-
-// jsonValue names what the decoder found: encoding/json says "number
-// 800.5" for a fraction sent for an integer, and "number" for one beyond
-// the field's range.
-func jsonValue(v string) string {
-	if strings.HasPrefix(v, "number ") {
-		return "the number " + strings.TrimPrefix(v, "number ")
-	}
-	return v
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "string"
-	case "struct", "map":
-		return "object"
-	case "slice":
-		return "array"
-	case "bool":
-		return "boolean"
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
-		return "integer"
-	}
-	return "number"
+	return sgam.DecodeStrict("body", body, v)
 }
 
 // optTime parses an optional RFC 3339 field ("" is zero).
