@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"errors"
-	"io"
 	"log/slog"
 	"os/signal"
 	"runtime/debug"
@@ -13,10 +11,6 @@ import (
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/mcpserver"
 )
-
-// maxMCPMessage bounds one JSON-RPC message on stdio, as --max-body bounds
-// an HTTP request.
-const maxMCPMessage = 4 << 20
 
 func (a *app) mcpCommand() *cobra.Command {
 	var role, kind string
@@ -45,9 +39,9 @@ facts directly, which is why the operator sets it and the model cannot.
 Messages are JSON-RPC, one per line. A line that is not JSON is answered
 with a JSON-RPC error -32700, one that is not a JSON-RPC message (or a
 batch, a key given twice, or longer than 4 MiB) with -32600, and the
-session goes on. When
-standard input ends, every request already read is run and answered before
-sgam exits.
+session goes on. When standard input ends, every request already read is
+run and answered before sgam exits. (A Go program gets the same from
+mcpserver.ServeStdio.)
 
 Over HTTP, 'sgam serve' offers the same tools at /mcp, bound to the tenant
 and role of the caller's API key.`,
@@ -70,17 +64,15 @@ and role of the caller's API key.`,
 			if err != nil {
 				return err
 			}
-			srv, err := mcpserver.New(mcpserver.Config{Store: s, Tenant: a.tenant, Role: r, EpisodeKind: kind, Version: version(), Logger: log, Recaller: rc})
-			if err != nil {
-				return err
-			}
 			ctx, stop := signal.NotifyContext(a.ctx, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			err = srv.Run(ctx, &stdioTransport{in: a.stdin, out: raw(a.stdout), maxLine: maxMCPMessage})
-			if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return nil // the client hung up, or we were told to stop
+			cfg := mcpserver.Config{Store: s, Tenant: a.tenant, Role: r, EpisodeKind: kind, Version: version(), Logger: log, Recaller: rc}
+			// The protocol's bytes go out as they are, not escaped as text
+			// for a terminal.
+			if err := mcpserver.ServeStdio(ctx, cfg, a.stdin, raw(a.stdout)); err != nil && ctx.Err() == nil {
+				return err
 			}
-			return err
+			return nil // standard input ended, or we were told to stop
 		},
 	}
 	c.Flags().StringVar(&role, "role", string(sgam.RoleWrite), "read (recall, history, trace) or write (also observe, remember, forget_value)")

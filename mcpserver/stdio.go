@@ -1,4 +1,4 @@
-package cli
+package mcpserver
 
 import (
 	"bufio"
@@ -14,40 +14,79 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// stdioTransport is the MCP transport of 'sgam mcp': newline-delimited
-// JSON-RPC on standard input and output, like the SDK's IOTransport but
-// sturdy at both ends of a session. The SDK's ends the session at the first
-// line that is not a JSON-RPC message, unanswered; and at the end of input
-// it cancels the requests still running and drops their answers. Here a
-// malformed line is answered with a JSON-RPC error and skipped, and the end
-// of input is passed on only once every request read has been answered.
-type stdioTransport struct {
-	in      io.Reader
-	out     io.Writer
-	maxLine int // bytes in one message
+// DefaultMaxMessageBytes bounds one message of a StdioTransport that sets
+// no bound of its own, and of ServeStdio: 4 MiB, as an HTTP server bounds
+// a request's body.
+const DefaultMaxMessageBytes = 4 << 20
+
+// ServeStdio serves the MCP server of cfg (see New) on in and out until in
+// ends or ctx is done: newline-delimited JSON-RPC, one message a line, as
+// StdioTransport reads and writes it ('sgam mcp' is this on standard input
+// and output). The end of in is a clean end, reported as nil, once every
+// request read has been answered; when ctx is done first, the requests
+// still running are cancelled and ctx's error is returned. ServeStdio
+// closes neither in nor out; a read of in under way when it returns is
+// left to finish in the background, as with the SDK's stdio transport.
+func ServeStdio(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
+	srv, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	err = srv.Run(ctx, &StdioTransport{Reader: in, Writer: out})
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// StdioTransport is an mcp.Transport of newline-delimited JSON-RPC on a
+// reader and a writer (a process's standard input and output), like the
+// SDK's IOTransport but sturdy at both ends of a session. The SDK's ends
+// the session at the first line that is not a JSON-RPC message, unanswered;
+// and at the end of input it cancels the requests still running and drops
+// their answers. Here a malformed line is answered with a JSON-RPC error
+// (id null when the line names none) and skipped: -32700 for a line that is
+// not JSON; -32600 for one that is not a JSON-RPC message, a batch, a
+// message with a key given twice (outside a tool call's arguments, which
+// the tool refuses naming the argument), a request whose id is in use, or a
+// line over MaxMessageBytes. And the end of input is passed on only once
+// every request read has been answered.
+//
+// Connect it once (each connection reads Reader); closing the connection
+// leaves Reader and Writer open, unlike the SDK's.
+type StdioTransport struct {
+	Reader io.Reader
+	Writer io.Writer
+	// MaxMessageBytes bounds one message (one line, without its line
+	// ending); default DefaultMaxMessageBytes.
+	MaxMessageBytes int
 }
 
 // Connect implements mcp.Transport.
-func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{out: t.out, maxLine: t.maxLine, lines: make(chan inputLine), closed: make(chan struct{}),
+func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	limit := t.MaxMessageBytes
+	if limit <= 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	c := &stdioConn{out: t.Writer, maxMessage: limit, lines: make(chan inputLine), closed: make(chan struct{}),
 		pending: map[jsonrpc.ID]bool{}}
 	c.answered = sync.NewCond(&c.mu)
-	go c.readLines(bufio.NewReader(t.in))
+	go c.readLines(bufio.NewReader(t.Reader))
 	return c, nil
 }
 
 // inputLine is one line of input, or the error that ended the input.
 type inputLine struct {
 	text    []byte
-	tooLong bool // longer than maxLine: text is dropped
+	tooLong bool // longer than maxMessage: text is dropped
 	err     error
 }
 
-// stdioConn is the connection of a stdioTransport.
+// stdioConn is the connection of a StdioTransport.
 type stdioConn struct {
-	out     io.Writer
-	maxLine int
-	writeMu sync.Mutex // a message is one line: writes never interleave
+	out        io.Writer
+	maxMessage int
+	writeMu    sync.Mutex // a message is one line: writes never interleave
 
 	// lines come from readLines, which blocks on the input: Read waits on
 	// the channel so that Close can end a Read (the goroutine stays blocked
@@ -76,15 +115,15 @@ func (c *stdioConn) readLines(r *bufio.Reader) {
 	}
 }
 
-// readLine reads one line, without its line ending. A line over maxLine is
-// read to its end and dropped.
+// readLine reads one line, without its line ending. A line over
+// maxMessage is read to its end and dropped.
 func (c *stdioConn) readLine(r *bufio.Reader) inputLine {
 	var l inputLine
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if !l.tooLong {
 			l.text = append(l.text, chunk...)
-			if len(l.text) > c.maxLine+len("\r\n") {
+			if len(l.text) > c.maxMessage+len("\r\n") {
 				l.text, l.tooLong = nil, true
 			}
 		}
@@ -94,7 +133,7 @@ func (c *stdioConn) readLine(r *bufio.Reader) inputLine {
 		case err == nil, errors.Is(err, io.EOF) && (len(l.text) > 0 || l.tooLong):
 			// At the end of the input, a last line without a line ending
 			// is a line too; the next read reports the end.
-			if l.text = bytes.TrimRight(l.text, "\r\n"); len(l.text) > c.maxLine {
+			if l.text = bytes.TrimRight(l.text, "\r\n"); len(l.text) > c.maxMessage {
 				l.text, l.tooLong = nil, true
 			}
 			return l
@@ -137,7 +176,7 @@ func (c *stdioConn) message(l inputLine) jsonrpc.Message {
 	text := bytes.TrimSpace(l.text)
 	switch {
 	case l.tooLong:
-		return c.refuse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: the message is longer than %d bytes", c.maxLine))
+		return c.refuse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: the message is longer than %d bytes", c.maxMessage))
 	case len(text) == 0:
 		return nil
 	case !json.Valid(text):
@@ -280,8 +319,9 @@ func (c *stdioConn) writeLine(b []byte) error {
 	return err
 }
 
-// Close implements mcp.Connection. It leaves standard input and output
-// open: they are the process's.
+// Close implements mcp.Connection. It leaves the transport's reader and
+// writer open: they are the caller's (a process's standard input and
+// output).
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
