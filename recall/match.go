@@ -4,89 +4,92 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/words"
 )
 
-// attributes are the attributes the read is narrowed to, best match
-// first: the given ones (old names resolved through the schema's
-// aliases), else those the question names, by name, alias or description
-// (the tenant's schema's attributes, or, with no schema, those the
-// subjects have values of). None matched: every attribute.
-func (g *gather) attributes(subjects []string) ([]string, error) {
-	if len(g.q.Attributes) > 0 {
-		out := make([]string, 0, len(g.q.Attributes))
-		for _, a := range g.q.Attributes {
-			if g.sc.parsed != nil {
-				if attr, ok := g.sc.parsed.Attribute(a); ok {
-					a = attr.Name
-				}
-			}
-			if !slices.Contains(out, a) {
-				out = append(out, a)
+// The attributes a question names are found by their words: the words of
+// an attribute's name or alias (three points each) and of its description
+// (one each, counted from two) against the question's, stemmed; the best
+// matches and those at least half as good. gather reads the attributes
+// to match when no schema declares them.
+
+// namedAttribute is an attribute a question may name: its name, the names
+// it is known by (its own and its aliases), its description.
+type namedAttribute struct {
+	name        string
+	names       []string
+	description string
+}
+
+// given resolves the attributes a query gives: old names through the
+// schema's aliases, each once, in the order given.
+func (sc *tenantSchema) given(attrs []string) []string {
+	out := make([]string, 0, len(attrs))
+	for _, a := range attrs {
+		if sc.parsed != nil {
+			if attr, ok := sc.parsed.Attribute(a); ok {
+				a = attr.Name
 			}
 		}
-		return out, nil
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
 	}
+	return out
+}
+
+// declaredAttributes are the attributes the tenant's schema declares.
+func (sc *tenantSchema) declaredAttributes() []namedAttribute {
+	out := make([]namedAttribute, len(sc.parsed.Attributes))
+	for i, a := range sc.parsed.Attributes {
+		out[i] = namedAttribute{a.Name, append([]string{a.Name}, a.Aliases...), a.Description}
+	}
+	return out
+}
+
+// askedStems are the stems of a question's terms.
+func askedStems(question string) map[string]bool {
 	asked := map[string]bool{}
-	for _, t := range words.Terms(g.q.Question, words.MaxTerms) {
+	for _, t := range words.Terms(question, words.MaxTerms) {
 		asked[words.Stem(t)] = true
 	}
-	if len(asked) == 0 {
-		return []string{}, nil
-	}
+	return asked
+}
+
+// matchAttributes returns the attributes of cands the asked stems name,
+// best match first; none: an empty list.
+func matchAttributes(asked map[string]bool, cands []namedAttribute) []string {
 	type scored struct {
 		name  string
 		score int
 	}
 	var found []scored
-	consider := func(name string, names []string, description string) {
+	for _, c := range cands {
 		score := 0
-		for _, n := range names {
+		for _, n := range c.names {
 			score = max(score, 3*hits(splitName(n), asked))
 		}
-		if d := hits(words.Terms(description, 64), asked); d >= 2 || score > 0 {
+		if d := hits(words.Terms(c.description, 64), asked); d >= 2 || score > 0 {
 			score += d
 		}
 		if score > 0 {
-			found = append(found, scored{name, score})
+			found = append(found, scored{c.name, score})
 		}
 	}
-	if g.sc.parsed != nil {
-		for _, a := range g.sc.parsed.Attributes {
-			consider(a.Name, append([]string{a.Name}, a.Aliases...), a.Description)
-		}
-	} else {
-		// Every attribute the subjects ever had: a retracted value's
-		// attribute is still one the question may name.
-		seen := map[string]bool{}
-		for _, s := range subjects {
-			attrs, err := g.r.store.Attributes(g.ctx, g.q.Tenant, s)
-			if err != nil {
-				return nil, err
-			}
-			for _, a := range attrs {
-				if !seen[a] {
-					seen[a] = true
-					consider(a, []string{a}, "")
-				}
-			}
-		}
-	}
+	out := []string{}
 	if len(found) == 0 {
-		return []string{}, nil
+		return out
 	}
 	slices.SortStableFunc(found, func(a, b scored) int { return b.score - a.score })
 	// The best matches, and those nearly as good: a question about the
 	// "passport deadline" is not one about every attribute that says
 	// "passport".
-	out := []string{}
 	for _, f := range found {
 		if 2*f.score >= found[0].score {
 			out = append(out, f.name)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // splitName splits an attribute name into its words ("passport_deadline"
@@ -107,20 +110,4 @@ func hits(ws []string, asked map[string]bool) int {
 		}
 	}
 	return n
-}
-
-// state is a subject's state at the read's instants, read once.
-func (g *gather) state(subject string) ([]sgam.Fact, error) {
-	if f, ok := g.states[subject]; ok {
-		return f, nil
-	}
-	f, err := g.r.store.State(g.ctx, g.q.Tenant, subject, g.at)
-	if err != nil {
-		return nil, err
-	}
-	if g.states == nil {
-		g.states = map[string][]sgam.Fact{}
-	}
-	g.states[subject] = f
-	return f, nil
 }

@@ -10,10 +10,7 @@ package recall
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -21,7 +18,6 @@ import (
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/recall/when"
 	"github.com/sgam-dev/sgam/schema"
-	"github.com/sgam-dev/sgam/words"
 )
 
 // Store is what recall reads.
@@ -261,54 +257,21 @@ func renamed(err error, field string) error {
 	return err
 }
 
-// Recall answers q.
+// Recall answers q in three steps: gather does every store read, and
+// ranks what it read as the next read needs; render, pure, writes the
+// context within the budget.
 func (r *Recaller) Recall(ctx context.Context, q Query) (*Context, error) {
 	q, err := q.check()
 	if err != nil {
 		return nil, err
 	}
-	now := r.clock.Now().UTC().Truncate(time.Microsecond)
 	out := &Context{Question: q.Question, Budget: q.TokenBudget, Subjects: []string{}, Attributes: []string{},
 		Facts: []Fact{}, Evidence: []Evidence{}, Related: []Fact{}}
-	sc, err := r.schema(ctx, q.Tenant)
+	a, err := newGather(r, ctx, q, out).read(r.clock.Now().UTC().Truncate(time.Microsecond))
 	if err != nil {
 		return nil, err
 	}
-	found := when.Parse(q.Question, now)
-	r.instants(out, q, found, sc, now)
-	at := sgam.At{AsOf: out.AsOf, KnownAt: out.KnownAt}
-
-	g := &gather{r: r, ctx: ctx, q: q, at: at, sc: sc, out: out, episodes: map[string]sgam.Episode{}}
-	var hits []sgam.EpisodeHit
-	if q.EvidenceLimit != None && q.Question != "" {
-		if hits, err = g.evidence(); err != nil {
-			return nil, err
-		}
-		for _, h := range hits {
-			g.episodes[h.Episode.ID] = h.Episode
-		}
-	}
-	subjects, err := g.subjects(hits)
-	if err != nil {
-		return nil, err
-	}
-	out.Subjects = subjects
-	attrs, err := g.attributes(subjects)
-	if err != nil {
-		return nil, err
-	}
-	out.Attributes = attrs
-	current, past, err := g.facts(subjects, attrs, found.Past)
-	if err != nil {
-		return nil, err
-	}
-	var related []Fact
-	if q.Hops != None {
-		if related, err = g.related(current, subjects); err != nil {
-			return nil, err
-		}
-	}
-	if err := g.assemble(out, current, past, related, hits); err != nil {
+	if err := render(out, a); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -317,7 +280,7 @@ func (r *Recaller) Recall(ctx context.Context, q Query) (*Context, error) {
 // instants fixes the instants of the read: given ones win, then what the
 // question says, then now. A question about what was believed at K (and
 // nothing about valid time) reads the state as of K as believed at K.
-func (r *Recaller) instants(out *Context, q Query, found when.Found, sc *tenantSchema, now time.Time) {
+func instants(out *Context, q Query, found when.Found, sc *tenantSchema, now time.Time) {
 	out.KnownAt, out.Instants.KnownAt = now, "now"
 	switch {
 	case !q.KnownAt.IsZero():
@@ -341,260 +304,4 @@ func (r *Recaller) instants(out *Context, q Query, found when.Found, sc *tenantS
 	case out.Instants.KnownAt != "now":
 		out.AsOf, out.Instants.AsOf = out.KnownAt, "known_at (what was believed then about then)"
 	}
-}
-
-// tenantSchema is the parsed schema in force for a tenant (nil parsed:
-// none), with the instant of its latest version that declares migrations.
-type tenantSchema struct {
-	parsed     *schema.Schema
-	version    int
-	migratedAt time.Time
-}
-
-func (r *Recaller) schema(ctx context.Context, tenant string) (*tenantSchema, error) {
-	sv, err := r.store.Schema(ctx, tenant)
-	if err != nil || sv.Version == 0 {
-		return &tenantSchema{}, err
-	}
-	s, err := r.schemas.Parsed(sv)
-	if err != nil {
-		return nil, fmt.Errorf("recall: %w", err)
-	}
-	ts := &tenantSchema{parsed: s, version: sv.Version}
-	if len(s.Migrations) > 0 {
-		ts.migratedAt = sv.AppliedAt
-	}
-	return ts, nil
-}
-
-// gather reads what one recall needs, caching the episodes it read.
-type gather struct {
-	r        *Recaller
-	ctx      context.Context
-	q        Query
-	at       sgam.At
-	sc       *tenantSchema
-	out      *Context
-	episodes map[string]sgam.Episode
-	records  map[string][]sgam.Extraction
-	states   map[string][]sgam.Fact
-}
-
-// subjects are the subjects in play, at most MaxSubjects: the given ones;
-// else the known subjects the question names (by id, then by one of their
-// names), those of the session's latest facts, and, when still none,
-// those of the facts the best evidence is the source of.
-func (g *gather) subjects(hits []sgam.EpisodeHit) ([]string, error) {
-	if len(g.q.Subjects) > 0 {
-		return slices.Clone(g.q.Subjects), nil
-	}
-	var out []string
-	add := func(ids []string) {
-		for _, id := range ids {
-			if len(out) < MaxSubjects && !slices.Contains(out, id) {
-				out = append(out, id)
-			}
-		}
-	}
-	named, err := g.r.store.Subjects(g.ctx, g.q.Tenant, words.Candidates(g.q.Question, sgam.MaxSubjectsLookup))
-	if err != nil {
-		return nil, err
-	}
-	add(named)
-	byName, err := g.r.store.SubjectsNamed(g.ctx, g.q.Tenant, words.Names(g.q.Question, sgam.MaxNamesLookup), g.at)
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range byName {
-		add([]string{n.Subject})
-	}
-	if g.q.Session != "" && len(out) < MaxSubjects {
-		recent, err := g.r.store.Episodes(g.ctx, sgam.EpisodeQuery{Tenant: g.q.Tenant, Session: g.q.Session, Latest: true, Limit: 4})
-		if err != nil {
-			return nil, err
-		}
-		if len(recent) > 0 {
-			from, err := g.r.store.SubjectsFrom(g.ctx, g.q.Tenant, episodeIDs(recent), g.at.KnownAt)
-			if err != nil {
-				return nil, err
-			}
-			add(from)
-		}
-	}
-	if len(out) == 0 && len(hits) > 0 {
-		var top []sgam.Episode
-		for _, h := range hits[:min(3, len(hits))] {
-			top = append(top, h.Episode)
-		}
-		from, err := g.r.store.SubjectsFrom(g.ctx, g.q.Tenant, episodeIDs(top), g.at.KnownAt)
-		if err != nil {
-			return nil, err
-		}
-		add(from)
-	}
-	if out == nil {
-		out = []string{}
-	}
-	return out, nil
-}
-
-func episodeIDs(es []sgam.Episode) []string {
-	ids := make([]string, len(es))
-	for i, e := range es {
-		ids[i] = e.ID
-	}
-	return ids
-}
-
-// facts reads the state of the subjects at the instants: the attributes
-// asked for, or those the question names, or, when it names none, every
-// attribute. With past set (the question is about the past or history),
-// the values of those attributes superseded before as_of too, newest
-// first.
-func (g *gather) facts(subjects, attrs []string, past bool) (current, old []Fact, err error) {
-	for _, s := range subjects {
-		state, err := g.state(s)
-		if err != nil {
-			return nil, nil, err
-		}
-		keys := map[sgam.Key]bool{}
-		for _, f := range state {
-			if len(attrs) > 0 && !slices.Contains(attrs, g.declared(f.Attribute)) {
-				continue
-			}
-			current = append(current, Fact{Fact: f, Status: Current})
-			keys[sgam.Key{Tenant: f.Tenant, Subject: f.Subject, Attribute: f.Attribute}] = true
-		}
-		if !past {
-			continue
-		}
-		for _, a := range attrs {
-			keys[sgam.Key{Tenant: g.q.Tenant, Subject: s, Attribute: a}] = true
-		}
-		for i, k := range sortedKeys(keys) {
-			if i == maxHistoryKeys {
-				break
-			}
-			rows, err := g.r.store.History(g.ctx, k)
-			if err != nil {
-				return nil, nil, err
-			}
-			old = append(old, g.superseded(rows)...)
-		}
-	}
-	// Matched attributes in the order of the match, then by subject.
-	if len(attrs) > 0 {
-		rank := func(f Fact) int { return slices.Index(attrs, g.declared(f.Attribute)) }
-		slices.SortStableFunc(current, func(a, b Fact) int { return rank(a) - rank(b) })
-		slices.SortStableFunc(old, func(a, b Fact) int { return rank(a) - rank(b) })
-	}
-	return current, old, nil
-}
-
-// declared is the attribute of the tenant's schema that a row's attribute
-// is now: itself, the attribute that has it as an alias, or the target of
-// a rename it is the old name of (whatever its dual-read window says: the
-// window is about reads of the old name, this about rows that have it). A row believed before a migration still
-// has the old name, and answers a question that names the new one.
-func (g *gather) declared(name string) string {
-	sc := g.sc.parsed
-	if sc == nil {
-		return name
-	}
-	if a, ok := sc.Attribute(name); ok {
-		return a.Name
-	}
-	for i := len(sc.Migrations) - 1; i >= 0; i-- {
-		if m := sc.Migrations[i]; m.Kind == schema.KindRename && m.From == name {
-			return m.To[0]
-		}
-	}
-	return name
-}
-
-// Bounds of the past values read: the keys whose histories are read per
-// subject, and the values kept per key (the latest ones).
-const (
-	maxHistoryKeys = 8
-	maxPastPerKey  = 3
-)
-
-// superseded picks, from a key's history, the rows believed at known_at
-// whose validity ended by as_of: what held before the value at as_of, the
-// latest maxPastPerKey of them, newest first.
-func (g *gather) superseded(rows []sgam.Fact) []Fact {
-	var out []Fact
-	for _, f := range rows {
-		believed := !f.RecordedAt.After(g.at.KnownAt) && (f.RetractedAt == nil || f.RetractedAt.After(g.at.KnownAt))
-		if believed && !f.Tombstone && f.ValidTo != nil && !f.ValidTo.After(g.at.AsOf) {
-			out = append(out, Fact{Fact: f, Status: Past})
-		}
-	}
-	slices.SortFunc(out, func(a, b Fact) int { return b.ValidFrom.Compare(a.ValidFrom) })
-	return out[:min(len(out), maxPastPerKey)]
-}
-
-func sortedKeys(m map[sgam.Key]bool) []sgam.Key {
-	keys := make([]sgam.Key, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b sgam.Key) int {
-		if a.Subject != b.Subject {
-			return strings.Compare(a.Subject, b.Subject)
-		}
-		return strings.Compare(a.Attribute, b.Attribute)
-	})
-	return keys
-}
-
-// related follows ref facts from the facts in play, Hops deep: the state
-// of each subject a ref value names (at most MaxRelated of them, none in
-// play already), each fact marked with the ref fact that led to it.
-func (g *gather) related(from []Fact, inPlay []string) ([]Fact, error) {
-	seen := map[string]bool{}
-	for _, s := range inPlay {
-		seen[s] = true
-	}
-	var out []Fact
-	frontier := from
-	for hop := 0; hop < g.q.Hops && len(frontier) > 0; hop++ {
-		var next []Fact
-		for _, f := range frontier {
-			target, ok, err := g.refTarget(f.Fact)
-			if err != nil {
-				return nil, err
-			}
-			if !ok || seen[target] || len(seen) >= len(inPlay)+MaxRelated {
-				continue
-			}
-			seen[target] = true
-			state, err := g.state(target)
-			if err != nil {
-				return nil, err
-			}
-			for _, t := range state {
-				next = append(next, Fact{Fact: t, Status: Current, Via: f.ID})
-			}
-		}
-		out = append(out, next...)
-		frontier = next
-	}
-	return out, nil
-}
-
-// refTarget is the subject a fact's value names, when its attribute is a
-// relation: declared type ref, or, with no schema, a string value that is
-// a known subject.
-func (g *gather) refTarget(f sgam.Fact) (string, bool, error) {
-	var id string
-	if json.Unmarshal(f.Value, &id) != nil || id == "" || sgam.CheckSubject(id) != nil {
-		return "", false, nil
-	}
-	if g.sc.parsed != nil {
-		a, ok := g.sc.parsed.Attribute(f.Attribute)
-		return id, ok && a.Type == schema.TypeRef, nil
-	}
-	known, err := g.r.store.Subjects(g.ctx, g.q.Tenant, []string{id})
-	return id, err == nil && len(known) == 1, err
 }

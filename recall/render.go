@@ -1,7 +1,6 @@
 package recall
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -28,17 +27,30 @@ import (
 // Items are added in that order while they fit; a fact that does not fit
 // is tried without its quote, and the first item that does not fit ends
 // the block (what follows is less important); the last line says what was
-// left out.
+// left out. Rendering reads nothing: gather has read every fact's quote.
 
 const (
-	maxQuoteBytes    = 200
 	maxSnippetBytes  = 240
 	maxQuestionShown = 300
 )
 
-// assemble renders the context within its budget and keeps, in out, the
-// items it rendered.
-func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sgam.EpisodeHit) error {
+// answer is what recall found, ranked, in the order it is shown: the
+// facts at the instants, the values superseded before them, the facts
+// related through references, the evidence (best first, with its scores).
+type answer struct {
+	current, past, related []Fact
+	evidence               []sgam.EpisodeHit
+}
+
+// render writes the context's facts, evidence and rendered block from a,
+// within out's budget, after out's header (the question, the instants,
+// the subjects and attributes): the items rendered, and the count of
+// those left out.
+func render(out *Context, a answer) error { return lay(out, a, false) }
+
+// lay is render; shortest gives every item its shortest line at once (see
+// reach).
+func lay(out *Context, a answer, shortest bool) error {
 	b := &block{}
 	b.add("Question: " + words.Truncate(words.OneLine(out.Question), maxQuestionShown))
 	b.add(words.OneLine(fmt.Sprintf("Read as of %s (%s), as believed at %s (%s).", stamp(out.AsOf), out.Instants.AsOf, stamp(out.KnownAt), out.Instants.KnownAt)))
@@ -53,7 +65,7 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 	// was rendered.
 	type item struct {
 		section string
-		line    func() (full, short string, err error)
+		line    func() (full, short string)
 		keep    func(short bool)
 		omit    func()
 	}
@@ -66,42 +78,47 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 			*to = append(*to, *f)
 		}
 	}
-	for _, f := range current {
+	for _, f := range a.current {
 		items = append(items, item{"Facts (the values at those instants):",
-			func() (string, string, error) { return g.factLine(&f) },
+			func() (string, string) { return factLine(f) },
 			keepFact(&out.Facts, &f), func() { out.Omitted.Facts++ }})
 	}
-	if len(current) == 0 && len(out.Subjects) > 0 {
+	if len(a.current) == 0 && len(out.Subjects) > 0 {
 		what := strings.Join(out.Subjects, ", ")
 		if len(out.Attributes) > 0 {
 			what = strings.Join(out.Attributes, ", ") + " of " + what
 		}
 		items = append(items, item{"Facts (the values at those instants):",
-			func() (string, string, error) { return "- none: no value of " + what + " at those instants", "", nil }, func(bool) {}, func() {}})
+			func() (string, string) { return "- none: no value of " + what + " at those instants", "" }, func(bool) {}, func() {}})
 	}
-	for _, f := range past {
+	for _, f := range a.past {
 		items = append(items, item{"Past values (superseded before as_of; not current):",
-			func() (string, string, error) { return g.factLine(&f) },
+			func() (string, string) { return factLine(f) },
 			keepFact(&out.Facts, &f), func() { out.Omitted.Facts++ }})
 	}
-	for _, f := range related {
+	for _, f := range a.related {
 		items = append(items, item{"Related (through references):",
-			func() (string, string, error) {
-				full, short, err := g.factLine(&f)
+			func() (string, string) {
+				full, short := factLine(f)
 				via := fmt.Sprintf(" | via fact %d", f.Via)
-				return full + via, short + via, err
+				return full + via, short + via
 			},
 			keepFact(&out.Related, &f), func() { out.Omitted.Related++ }})
 	}
-	for _, h := range hits {
-		ev := Evidence{EpisodeID: h.Episode.ID, Session: h.Episode.Session, OccurredAt: h.Episode.OccurredAt, Score: h.Score, Snippet: words.Truncate(h.Snippet, maxSnippetBytes)}
+	var terms []string // the question's, around which snippets are cut
+	if len(a.evidence) > 0 {
+		terms = words.Terms(out.Question, words.MaxTerms)
+	}
+	for _, h := range a.evidence {
+		ev := Evidence{EpisodeID: h.Episode.ID, Session: h.Episode.Session, OccurredAt: h.Episode.OccurredAt, Score: h.Score,
+			Snippet: words.Snippet(h.Episode.Content, terms, maxSnippetBytes)}
 		items = append(items, item{"Evidence (episodes, best match first):",
-			func() (string, string, error) {
+			func() (string, string) {
 				session := ""
 				if ev.Session != "" {
 					session = " | session " + ev.Session
 				}
-				return fmt.Sprintf("- %s | %s%s | %s", ev.EpisodeID, stamp(ev.OccurredAt), session, ev.Snippet), "", nil
+				return fmt.Sprintf("- %s | %s%s | %s", ev.EpisodeID, stamp(ev.OccurredAt), session, ev.Snippet), ""
 			},
 			func(bool) { out.Evidence = append(out.Evidence, ev) }, func() { out.Omitted.Evidence++ }})
 	}
@@ -112,9 +129,9 @@ func (g *gather) assemble(out *Context, current, past, related []Fact, hits []sg
 			it.omit()
 			continue
 		}
-		line, short, err := it.line()
-		if err != nil {
-			return err
+		line, short := it.line()
+		if shortest && short != "" {
+			line, short = short, ""
 		}
 		var more []string
 		if it.section != section {
@@ -197,14 +214,9 @@ func omittedLine(budget int, o Omitted) string {
 	return fmt.Sprintf("Left out to keep within %d tokens: %s.", budget, strings.Join(parts, ", "))
 }
 
-// factLine renders a fact, reading the quote of its source into it, and
-// the same line without the quote.
-func (g *gather) factLine(f *Fact) (full, short string, err error) {
-	q, err := g.quote(f.Fact)
-	if err != nil {
-		return "", "", err
-	}
-	f.Quote = q
+// factLine renders a fact with its quote, and the same line without the
+// quote ("" when it has none).
+func factLine(f Fact) (full, short string) {
 	value := string(f.Value)
 	if f.Tombstone {
 		value = "(no value: retracted)"
@@ -222,70 +234,30 @@ func (g *gather) factLine(f *Fact) (full, short string, err error) {
 		fmt.Fprintf(&b, " | sources %s", strings.Join(f.Sources, ", "))
 	}
 	short = b.String()
-	if q == "" {
-		return short, "", nil
+	if f.Quote == "" {
+		return short, ""
 	}
-	return fmt.Sprintf("%s | %q", short, q), short, nil
+	return fmt.Sprintf("%s | %q", short, f.Quote), short
 }
 
-// quote is what the fact's source episode says for it: the evidence the
-// extraction of that episode quoted for this fact, else the part of the
-// episode's content that best matches the attribute and the value.
-func (g *gather) quote(f sgam.Fact) (string, error) {
-	if len(f.Sources) == 0 {
-		return "", nil
+// reach is how many of a's facts (current, past, then related, in that
+// order) render could show after head's header: those that fit when each
+// item takes its shortest line and no fact has its quote yet. A fact's
+// line is never shorter with its quote (" |" starts a token of its own),
+// so the facts render shows once the quotes are read are among these,
+// and only their quotes need reading. The evidence comes after the facts:
+// left out, it changes none of this.
+func reach(head *Context, a answer) int {
+	if len(a.current)+len(a.past)+len(a.related) == 0 {
+		return 0
 	}
-	src := f.Sources[0]
-	recs, ok := g.records[src]
-	if !ok {
-		var err error
-		recs, err = g.r.store.Extractions(g.ctx, g.q.Tenant, src)
-		if err != nil && sgam.ErrorCode(err) != sgam.NotFound {
-			return "", err
-		}
-		if g.records == nil {
-			g.records = map[string][]sgam.Extraction{}
-		}
-		g.records[src] = recs
+	c := *head
+	c.Facts, c.Related, c.Evidence, c.Omitted = nil, nil, nil, Omitted{}
+	a.evidence = nil
+	if lay(&c, a, true) != nil {
+		return 0 // not even the header fits: nothing is shown
 	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		for _, a := range recs[i].Accepted {
-			if a.Evidence != "" && (a.FactID == f.ID || a.Subject == f.Subject && a.Attribute == f.Attribute && sameJSON(a.Value, f.Value)) {
-				return words.Truncate(words.OneLine(a.Evidence), maxQuoteBytes), nil
-			}
-		}
-	}
-	ep, ok := g.episodes[src]
-	if !ok {
-		var err error
-		ep, err = g.r.store.Episode(g.ctx, g.q.Tenant, src)
-		if sgam.ErrorCode(err) == sgam.NotFound {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		g.episodes[src] = ep
-	}
-	var text string
-	if json.Unmarshal(f.Value, &text) != nil {
-		text = string(f.Value)
-	}
-	terms := words.Terms(strings.NewReplacer("_", " ", "-", " ").Replace(f.Attribute)+" "+text, words.MaxTerms)
-	return words.Snippet(ep.Content, terms, maxQuoteBytes), nil
-}
-
-func sameJSON(a, b json.RawMessage) bool {
-	if string(a) == string(b) {
-		return true
-	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xj, _ := json.Marshal(x)
-	yj, _ := json.Marshal(y)
-	return string(xj) == string(yj)
+	return len(c.Facts) + len(c.Related)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
