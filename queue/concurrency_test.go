@@ -2,12 +2,14 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
@@ -115,8 +117,9 @@ func TestBudgetDefers(t *testing.T) {
 	model, err := llm.New(llm.Config{BaseURL: fake.URL, Model: "m"})
 	require.NoError(t, err)
 	st, path := openStore(t)
+	const maxAttempts = 2
 	q, err := queue.OpenSQLite(ctx, path, st, extract.New(st, model), queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond,
-		BudgetRecheck: 50 * time.Millisecond, MaxAttempts: 2})
+		BudgetRecheck: 50 * time.Millisecond, MaxAttempts: maxAttempts})
 	require.NoError(t, err)
 	require.NoError(t, st.SetBudget(ctx, "acme", 1))
 	var acme, other []queue.Ref
@@ -139,8 +142,33 @@ func TestBudgetDefers(t *testing.T) {
 	_, err = queue.Wait(wctx, st, other, time.Time{}, 20*time.Millisecond, nil)
 	require.NoError(t, err, "the other tenant's jobs run")
 
-	// acme had 1 token: its first extraction spends it, the rest wait.
-	time.Sleep(500 * time.Millisecond) // ten rechecks, more than MaxAttempts: a snooze costs no attempt
+	// acme had 1 token: its first extraction spends it, the rest wait,
+	// each looking again every BudgetRecheck (a River snooze). Wait until
+	// every acme job that has not ended has looked more often than
+	// MaxAttempts allows attempts: a snooze costs no attempt. (A bounded
+	// poll, not fake time: River works the jobs on the real queue file,
+	// which a synctest bubble cannot hold.)
+	require.Eventually(t, func() bool {
+		jobs, err := queue.Jobs(ctx, q, queue.ExtractArgs{}.Kind())
+		require.NoError(t, err)
+		n := 0
+		for _, j := range jobs {
+			var a queue.ExtractArgs
+			require.NoError(t, json.Unmarshal(j.EncodedArgs, &a))
+			if a.Tenant != "acme" {
+				continue
+			}
+			n++
+			var meta struct {
+				Snoozes int `json:"snoozes"`
+			}
+			require.NoError(t, json.Unmarshal(j.Metadata, &meta))
+			if j.State != rivertype.JobStateCompleted && meta.Snoozes <= maxAttempts {
+				return false
+			}
+		}
+		return n == len(acme)
+	}, 30*time.Second, 20*time.Millisecond, "every waiting acme job rechecked its budget more than %d times", maxAttempts)
 	done := 0
 	for _, r := range acme {
 		rec, err := queue.Ended(ctx, st, r, time.Time{})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +44,30 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// roundCounter is a queue's store that counts the dispatcher's rounds:
+// the dispatcher asks for the due queued episodes once a round.
+type roundCounter struct {
+	vectorStore
+	rounds atomic.Int64
+}
+
+func (r *roundCounter) QueuedExtractions(ctx context.Context, limit int, dueOnly bool) ([]sgam.QueuedExtraction, error) {
+	if dueOnly {
+		r.rounds.Add(1)
+	}
+	return r.vectorStore.QueuedExtractions(ctx, limit, dueOnly)
+}
+
+// await waits until the dispatcher has run n more rounds: a bounded poll,
+// not fake time, since the dispatcher runs beside River's client on the
+// real queue file, which a synctest bubble cannot hold.
+func (r *roundCounter) await(t *testing.T, n int64) {
+	t.Helper()
+	target := r.rounds.Load() + n
+	require.Eventually(t, func() bool { return r.rounds.Load() >= target }, 30*time.Second, 10*time.Millisecond,
+		"the dispatcher ran %d more rounds", n)
 }
 
 func embedder(t *testing.T, fake *llmtest.Server, model string, tweak ...func(*llm.EmbedConfig)) *llm.EmbedClient {
@@ -172,11 +197,15 @@ func TestEmbedFailures(t *testing.T) {
 		}
 		return st, path, extract.New(st, nil)
 	}
-	// failures counts the job's ends for good in the logs, after the
-	// dispatcher had time for several rounds.
-	failures := func(logs *logBuffer) int {
-		time.Sleep(500 * time.Millisecond)
-		return strings.Count(logs.String(), "embedding failed")
+	// paused checks that the embedding job is not inserted again while the
+	// dispatcher runs ten more rounds, each of which would insert it were
+	// it not paused (episodes are left without a vector).
+	paused := func(t *testing.T, q *queue.Queue, rounds *roundCounter) {
+		t.Helper()
+		rounds.await(t, 10)
+		jobs, err := queue.Jobs(t.Context(), q, queue.EmbedArgs{}.Kind())
+		require.NoError(t, err)
+		require.Len(t, jobs, 1, "paused: not inserted again")
 	}
 
 	t.Run("refused key", func(t *testing.T) {
@@ -184,9 +213,11 @@ func TestEmbedFailures(t *testing.T) {
 		fake := llmtest.New(t, "m", nil)
 		fake.APIKey = "sk-right"
 		logs := &logBuffer{}
-		q := startQueue(t, path, st, x, embedder(t, fake, "emb", func(c *llm.EmbedConfig) { c.APIKey = "sk-wrong-secret" }), logs)
+		rounds := &roundCounter{vectorStore: st}
+		q := startQueue(t, path, rounds, x, embedder(t, fake, "emb", func(c *llm.EmbedConfig) { c.APIKey = "sk-wrong-secret" }), logs)
 		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "embedding failed") }, 10*time.Second, 20*time.Millisecond)
-		require.Equal(t, 1, failures(logs), "paused: not inserted again at once")
+		paused(t, q, rounds)
+		require.Equal(t, 1, strings.Count(logs.String(), "embedding failed"))
 		require.NoError(t, q.Stop(t.Context()))
 		require.Contains(t, logs.String(), "401")
 		require.NotContains(t, logs.String(), "sk-wrong-secret")
@@ -200,9 +231,11 @@ func TestEmbedFailures(t *testing.T) {
 		fake := llmtest.New(t, "m", nil)
 		fake.FaultEmbed(llmtest.EmbedReply{Vectors: 1})
 		logs := &logBuffer{}
-		q := startQueue(t, path, st, x, embedder(t, fake, "emb"), logs)
+		rounds := &roundCounter{vectorStore: st}
+		q := startQueue(t, path, rounds, x, embedder(t, fake, "emb"), logs)
 		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "embedding failed") }, 10*time.Second, 20*time.Millisecond)
-		require.Equal(t, 1, failures(logs))
+		paused(t, q, rounds)
+		require.Equal(t, 1, strings.Count(logs.String(), "embedding failed"))
 		require.NoError(t, q.Stop(t.Context()))
 		require.Contains(t, logs.String(), "1 vectors for 3 texts")
 		require.Equal(t, 1, fake.EmbedCallCount())
@@ -222,9 +255,10 @@ func TestEmbedFailures(t *testing.T) {
 			refused, refused, // e3 (2048 bytes), then its first half (1024): passed over
 		)
 		logs := &logBuffer{}
-		q := startQueue(t, path, st, x, embedder(t, fake, "emb"), logs)
+		rounds := &roundCounter{vectorStore: st}
+		q := startQueue(t, path, rounds, x, embedder(t, fake, "emb"), logs)
 		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "passed episodes over") }, 10*time.Second, 20*time.Millisecond)
-		time.Sleep(300 * time.Millisecond)
+		paused(t, q, rounds)
 		require.NoError(t, q.Stop(t.Context()))
 		calls := fake.EmbedCalls()
 		require.Len(t, calls, 7, "paused after the pass: no job again")
