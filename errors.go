@@ -184,6 +184,32 @@ func ErrorMessage(err error) string {
 	return err.Error()
 }
 
+// withReason sets the rejection reason of err, an *Error or nil.
+func withReason(reason string, err error) error {
+	if e, ok := err.(*Error); ok {
+		e.Reason = reason
+	}
+	return err
+}
+
+// PrefixField qualifies the field of an *Error with prefix, so that an error
+// in a batch names its item ("assertions[3].valid_from").
+func PrefixField(prefix string, err error) error { return withFieldPrefix(prefix, err) }
+
+// RenameField returns err naming the field to where it names from, for a
+// surface whose input calls a field otherwise than the store does (a
+// request's episode_id, a tool's quote for an episode's content); other
+// errors are returned as they are.
+func RenameField(err error, from, to string) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Field != from {
+		return err
+	}
+	c := *e
+	c.Field = to
+	return &c
+}
+
 // withFieldPrefix returns err with its field qualified by prefix
 // ("assertions[3]" + "valid_from" -> "assertions[3].valid_from").
 func withFieldPrefix(prefix string, err error) error {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/internal/httpstatus"
@@ -96,6 +102,67 @@ func decode(r *http.Request, v any) error {
 		return err
 	}
 	return sgam.DecodeStrict("body", body, v)
+}
+
+// noFields reads the body of a route that takes none: empty, or an
+// empty JSON object ({}). Anything else is refused as decode refuses a
+// bad body: a field (none is one of this request), or text that is not a
+// JSON object.
+func noFields(r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil
+	}
+	if trimmed[0] != '{' { // decode would take null for {}
+		return sgam.Errorf(sgam.Invalid, "body", "must be empty or {}: this request has no fields")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return decode(r, &struct{}{})
+}
+
+// query checks the query string of r against the parameters its route
+// takes, as bodies are checked: a parameter the route does not take, a
+// parameter in another case than its own (As_Of is not as_of), one given
+// twice, or a query string that does not parse is refused, naming the
+// parameter. After it, r.URL.Query() holds each parameter at most once.
+func query(r *http.Request, takes []string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return sgam.Errorf(sgam.Invalid, "query", "is not a valid query string: %v", err)
+	}
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		switch {
+		case name == "":
+			return sgam.Errorf(sgam.Invalid, "query", "has a parameter with no name")
+		case len(name) > 64 || !utf8.ValidString(name):
+			return sgam.Errorf(sgam.Invalid, "query", "has an unknown parameter %.64q", name)
+		case !slices.Contains(takes, name):
+			for _, t := range takes {
+				if strings.EqualFold(t, name) {
+					return sgam.Errorf(sgam.Invalid, name, "is not a parameter: parameter names are case-sensitive (the parameter is %q)", t)
+				}
+			}
+			if len(takes) == 0 {
+				return sgam.Errorf(sgam.Invalid, name, "is not a parameter of this route, which takes none")
+			}
+			return sgam.Errorf(sgam.Invalid, name, "is not a parameter of this route, which takes %s", strings.Join(takes, ", "))
+		case len(q[name]) > 1:
+			return sgam.Errorf(sgam.Invalid, name, "is given %d times; give it once", len(q[name]))
+		}
+	}
+	return nil
 }
 
 // optTime parses an optional RFC 3339 field ("" is zero).

@@ -12,11 +12,11 @@ import (
 // MCP server built for the request.
 type callerKey struct{}
 
-// mountMCP serves the MCP tools at POST /mcp (streamable HTTP, stateless),
+// mcp serves the MCP tools at POST /mcp (streamable HTTP, stateless),
 // behind the same keys, rate limit and body limit as every route. The MCP
 // server of each request is bound to the key's tenant and role: read keys
 // are offered only the reading tools.
-func (s *Server) mountMCP() {
+func (s *Server) mcp() http.Handler {
 	h := mcpserver.HTTPHandler(func(r *http.Request) (mcpserver.Config, error) {
 		c, ok := r.Context().Value(callerKey{}).(caller)
 		if !ok {
@@ -24,8 +24,7 @@ func (s *Server) mountMCP() {
 		}
 		return mcpserver.Config{Store: s.cfg.Store, Tenant: c.tenant, Role: c.role, Clock: s.cfg.Clock, Logger: s.cfg.Logger, Recaller: s.cfg.Recaller}, nil
 	}, s.cfg.MaxBodyBytes)
-	s.routes["POST /mcp"] = sgam.RoleRead
-	s.mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.admit(w, r, sgam.RoleRead)
 		if !ok {
 			return

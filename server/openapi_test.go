@@ -120,7 +120,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		"/paths/~1v1~1pending~1{id}~1confirm/post/requestBody/content/application~1json/schema": reflect.TypeFor[ConfirmRequest](),
 		"/paths/~1v1~1forget/post/requestBody/content/application~1json/schema":                 reflect.TypeFor[ForgetRequest](),
 	}
-	untyped := map[string]bool{"Ok": true, "Facts": true} // maps built in routes.go: {"ok":...}, {"facts":[...]}
+	untyped := map[string]bool{"Ok": true, "Facts": true} // maps built by the handlers: {"ok":...}, {"facts":[...]}
 	for name := range schemas {
 		_, typed := types["/components/schemas/"+name]
 		require.True(t, typed || untyped[name], "components/schemas/%s: map it to its Go type here", name)

@@ -107,7 +107,6 @@ func New(cfg Config) (*Server, error) {
 		params: map[string][]string{}, limits: newLimiters(cfg.RateLimit), keys: newKeyCache(cfg.KeyCacheTTL), metrics: cfg.Metrics}
 	s.metrics.watch(cfg.Store)
 	s.ingest = ingest.New(cfg.Store, cfg.Extractor)
-	s.register()
 	ui, err := inspector.New(inspector.Config{Store: cfg.Store, Recaller: cfg.Recaller, Dev: cfg.Dev, DevTenant: cfg.DevTenant,
 		Clock: cfg.Clock, Logger: cfg.Logger, Allow: s.limits.allow, Authenticate: func(ctx context.Context, token string) (inspector.Caller, error) {
 			c, err := s.authenticateToken(ctx, token)
@@ -116,7 +115,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mux.Handle(inspector.Prefix, ui)
+	s.register(ui)
 	return s, nil
 }
 
