@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -53,11 +54,10 @@ store to check that the cost per operation grows slowly with size.`,
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			printBench(a, res)
-			return nil
+			return a.show(res, func(io.Writer) error {
+				printBench(a, res)
+				return nil
+			})
 		},
 	}
 	c.AddCommand(a.benchHTTPCommand(), a.benchExtractCommand(), a.benchRecallCommand())

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -68,21 +69,20 @@ PostgreSQL database or schema of --postgres.`,
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "store\t%s, %d facts\n", res.Store, res.Facts)
-			fmt.Fprintf(w, "per episode\t%s mean, p50 %s, p99 %s (%d episodes, the model answering at once)\n",
-				ms(res.PerEpisode), ms(res.P50), ms(res.P99), res.Episodes)
-			fmt.Fprintf(w, "model calls\t%.2f per episode; %d when extracting them all again\n", res.CallsPerEpisode, res.AgainCalls)
-			fmt.Fprintf(w, "prompt\t%.0f tokens per episode; %.0f bytes, %.0f bytes for the same episodes in a store of 1,000 facts\n",
-				res.PromptTokens, res.PromptBytes, res.PromptBytesSmall)
-			if res.ThroughputEpisodes > 0 {
-				fmt.Fprintf(w, "throughput\t%.1f episodes/s (%d episodes, %d workers, model latency %s; bound %.1f)\n",
-					res.EpisodesPerS, res.ThroughputEpisodes, res.Workers, res.Latency, float64(res.Workers)/res.Latency.Seconds())
-			}
-			return w.Flush()
+			return a.show(res, func(out io.Writer) error {
+				w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintf(w, "store\t%s, %d facts\n", res.Store, res.Facts)
+				fmt.Fprintf(w, "per episode\t%s mean, p50 %s, p99 %s (%d episodes, the model answering at once)\n",
+					ms(res.PerEpisode), ms(res.P50), ms(res.P99), res.Episodes)
+				fmt.Fprintf(w, "model calls\t%.2f per episode; %d when extracting them all again\n", res.CallsPerEpisode, res.AgainCalls)
+				fmt.Fprintf(w, "prompt\t%.0f tokens per episode; %.0f bytes, %.0f bytes for the same episodes in a store of 1,000 facts\n",
+					res.PromptTokens, res.PromptBytes, res.PromptBytesSmall)
+				if res.ThroughputEpisodes > 0 {
+					fmt.Fprintf(w, "throughput\t%.1f episodes/s (%d episodes, %d workers, model latency %s; bound %.1f)\n",
+						res.EpisodesPerS, res.ThroughputEpisodes, res.Workers, res.Latency, float64(res.Workers)/res.Latency.Seconds())
+				}
+				return w.Flush()
+			})
 		},
 	}
 	f := c.Flags()

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -103,11 +104,10 @@ process can get from one server process.`,
 				return err
 			}
 			checks := benchHTTPChecks(res)
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"result": res, "checks": checks})
-			}
-			printBenchHTTP(a, res, checks)
-			return nil
+			return a.show(map[string]any{"result": res, "checks": checks}, func(io.Writer) error {
+				printBenchHTTP(a, res, checks)
+				return nil
+			})
 		},
 	}
 	f := c.Flags()

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 
@@ -67,20 +68,19 @@ SQLite's only).`,
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "store\t%s, one tenant of %d episodes and %d facts\n", res.Store, res.Episodes, res.Facts)
-			fmt.Fprintf(w, "recall\t%s mean, p50 %s, p99 %s (%d questions)\n", ms(res.Mean), ms(res.P50), ms(res.P99), res.Questions)
-			if res.Settled != nil {
-				fmt.Fprintf(w, "settled\t%s mean, p50 %s, p99 %s (as many again, once the store had settled: %.1f s after the first)\n", ms(res.Settled.Mean), ms(res.Settled.P50), ms(res.Settled.P99), res.Settle.Seconds())
-			}
-			fmt.Fprintf(w, "answer\t%.1f facts, %.1f evidence episodes, %.0f tokens on average\n", res.FactsPerAnswer, res.EvidencePerAnswer, res.TokensPerAnswer)
-			if res.CaptureRatio > 0 {
-				fmt.Fprintf(w, "capture\t%s per episode with the index, %s without: %.2fx\n", ms(res.CaptureIndexed), ms(res.CapturePlain), res.CaptureRatio)
-			}
-			return w.Flush()
+			return a.show(res, func(out io.Writer) error {
+				w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintf(w, "store\t%s, one tenant of %d episodes and %d facts\n", res.Store, res.Episodes, res.Facts)
+				fmt.Fprintf(w, "recall\t%s mean, p50 %s, p99 %s (%d questions)\n", ms(res.Mean), ms(res.P50), ms(res.P99), res.Questions)
+				if res.Settled != nil {
+					fmt.Fprintf(w, "settled\t%s mean, p50 %s, p99 %s (as many again, once the store had settled: %.1f s after the first)\n", ms(res.Settled.Mean), ms(res.Settled.P50), ms(res.Settled.P99), res.Settle.Seconds())
+				}
+				fmt.Fprintf(w, "answer\t%.1f facts, %.1f evidence episodes, %.0f tokens on average\n", res.FactsPerAnswer, res.EvidencePerAnswer, res.TokensPerAnswer)
+				if res.CaptureRatio > 0 {
+					fmt.Fprintf(w, "capture\t%s per episode with the index, %s without: %.2fx\n", ms(res.CaptureIndexed), ms(res.CapturePlain), res.CaptureRatio)
+				}
+				return w.Flush()
+			})
 		},
 	}
 	f := c.Flags()

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) checkCommand() *cobra.Command {
@@ -30,35 +32,32 @@ func (a *app) checkCommand() *cobra.Command {
 Exit status 0 when clean, 1 with one line per violation otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			vs, err := s.Check(a.ctx)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				if err := a.printJSON(vs); err != nil {
+			return a.withExisting(func(s store.Store) error {
+				vs, err := s.Check(a.ctx)
+				if err != nil {
 					return err
 				}
-			} else {
-				for _, v := range vs {
-					where := ""
-					if v.Tenant != "" {
-						where = fmt.Sprintf(" %s/%s.%s", v.Tenant, v.Subject, v.Attribute)
+				err = a.show(vs, func(w io.Writer) error {
+					for _, v := range vs {
+						where := ""
+						if v.Tenant != "" {
+							where = fmt.Sprintf(" %s/%s.%s", v.Tenant, v.Subject, v.Attribute)
+						}
+						fmt.Fprintf(w, "%s%s: %s\n", v.Rule, where, v.Message)
 					}
-					fmt.Fprintf(a.stdout, "%s%s: %s\n", v.Rule, where, v.Message)
+					if len(vs) == 0 {
+						fmt.Fprintln(w, "ok: every invariant holds")
+					}
+					return nil
+				})
+				if err != nil {
+					return err
 				}
-			}
-			if len(vs) > 0 {
-				return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("check found %d violations", len(vs))}
-			}
-			if !a.jsonOut {
-				fmt.Fprintln(a.stdout, "ok: every invariant holds")
-			}
-			return nil
+				if len(vs) > 0 {
+					return &sgam.Error{Code: sgam.Internal, Message: fmt.Sprintf("check found %d violations", len(vs))}
+				}
+				return nil
+			})
 		},
 	}
 }

@@ -292,6 +292,36 @@ func (a *app) openExisting() (store.Store, error) {
 	return store.Open(a.ctx, a.db, store.Options{MustExist: true, Progress: a.upgradeProgress()})
 }
 
+// withStore runs fn on the store named by --db, creating it if needed, and
+// closes it.
+func (a *app) withStore(fn func(store.Store) error) error {
+	s, err := a.open(nil)
+	if err != nil {
+		return err
+	}
+	return closing(s, fn)
+}
+
+// withExisting runs fn on the store named by --db, which must exist (see
+// openExisting), and closes it.
+func (a *app) withExisting(fn func(store.Store) error) error {
+	s, err := a.openExisting()
+	if err != nil {
+		return err
+	}
+	return closing(s, fn)
+}
+
+// closing runs fn on s and closes s; a failed Close is reported too.
+func closing(s store.Store, fn func(store.Store) error) (err error) {
+	defer func() {
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	return fn(s)
+}
+
 // withFields adds field names for one command to cliFields.
 func (a *app) withFields(names map[string]string) {
 	a.fields = make(map[string]string, len(cliFields)+len(names))
@@ -315,6 +345,15 @@ func (a *app) printJSON(v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// show prints v as JSON under --json; otherwise text writes it for people
+// to w, standard output.
+func (a *app) show(v any, text func(w io.Writer) error) error {
+	if a.jsonOut {
+		return a.printJSON(v)
+	}
+	return text(a.stdout)
 }
 
 // timeFlag parses an optional RFC 3339 flag value; empty is the zero time

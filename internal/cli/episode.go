@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) episodeCommand() *cobra.Command {
@@ -72,20 +73,16 @@ fact already named as its source is filled in.`,
 				e.Content = content
 			}
 			e.Tenant = a.tenant
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			stored, err := s.AddEpisode(a.ctx, e)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(stored)
-			}
-			fmt.Fprintln(a.stdout, stored.ID)
-			return nil
+			return a.withStore(func(s store.Store) error {
+				stored, err := s.AddEpisode(a.ctx, e)
+				if err != nil {
+					return err
+				}
+				return a.show(stored, func(w io.Writer) error {
+					fmt.Fprintln(w, stored.ID)
+					return nil
+				})
+			})
 		},
 	}
 	f := c.Flags()
@@ -125,22 +122,18 @@ func (a *app) episodeListCommand() *cobra.Command {
 			if q.Limit < 1 || q.Limit > 10000 {
 				return sgam.Errorf(sgam.Invalid, "--limit", "must be between 1 and 10000, not %d", q.Limit)
 			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			eps, err := s.Episodes(a.ctx, q)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(eps)
-			}
-			for _, e := range eps {
-				printEpisode(a.stdout, e, false)
-			}
-			return nil
+			return a.withExisting(func(s store.Store) error {
+				eps, err := s.Episodes(a.ctx, q)
+				if err != nil {
+					return err
+				}
+				return a.show(eps, func(w io.Writer) error {
+					for _, e := range eps {
+						printEpisode(w, e, false)
+					}
+					return nil
+				})
+			})
 		},
 	}
 	c.Flags().StringVar(&q.Session, "session", "", "only this session")
@@ -155,31 +148,27 @@ func (a *app) episodeShowCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.withFields(map[string]string{"episode_id": "ID"})
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			e, err := s.Episode(a.ctx, a.tenant, args[0])
-			if err != nil {
-				return err
-			}
-			recs, err := s.Extractions(a.ctx, a.tenant, args[0])
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(struct {
+			return a.withExisting(func(s store.Store) error {
+				e, err := s.Episode(a.ctx, a.tenant, args[0])
+				if err != nil {
+					return err
+				}
+				recs, err := s.Extractions(a.ctx, a.tenant, args[0])
+				if err != nil {
+					return err
+				}
+				return a.show(struct {
 					sgam.Episode
 					Extractions []sgam.Extraction `json:"extractions"`
-				}{e, recs})
-			}
-			printEpisode(a.stdout, e, true)
-			for _, r := range recs {
-				fmt.Fprintf(a.stdout, "\nextraction %s at %s, model %s (%s), schema version %d, prompt %s\n", r.ID, fmtTime(r.At), r.Model, r.Mode, r.SchemaVersion, truncate(r.PromptDigest, 12))
-				a.printExtraction(r, false)
-			}
-			return nil
+				}{e, recs}, func(w io.Writer) error {
+					printEpisode(w, e, true)
+					for _, r := range recs {
+						fmt.Fprintf(w, "\nextraction %s at %s, model %s (%s), schema version %d, prompt %s\n", r.ID, fmtTime(r.At), r.Model, r.Mode, r.SchemaVersion, truncate(r.PromptDigest, 12))
+						a.printExtraction(r, false)
+					}
+					return nil
+				})
+			})
 		},
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -104,22 +105,21 @@ first and the figures are those of lexical and vector search fused.`,
 				return err
 			}
 			res.Episodes, res.Search = n, search
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			fmt.Fprintf(a.stdout, "LoCoMo: %d conversations, %d episodes captured in %s, %d questions (categories 1-4); evidence %s\n\n",
-				len(convs), n, captured.Round(time.Millisecond), res.Questions, search)
-			for _, part := range []struct {
-				title string
-				r     *locomo.Report
-			}{{"all conversations", res.All}, {"conversations 1-5 (tuned on)", res.Tuned}, {"conversations 6-10 (unseen)", res.Unseen}} {
-				fmt.Fprintln(a.stdout, part.title+":")
-				if err := part.r.Write(a.stdout); err != nil {
-					return err
+			return a.show(res, func(w io.Writer) error {
+				fmt.Fprintf(w, "LoCoMo: %d conversations, %d episodes captured in %s, %d questions (categories 1-4); evidence %s\n\n",
+					len(convs), n, captured.Round(time.Millisecond), res.Questions, search)
+				for _, part := range []struct {
+					title string
+					r     *locomo.Report
+				}{{"all conversations", res.All}, {"conversations 1-5 (tuned on)", res.Tuned}, {"conversations 6-10 (unseen)", res.Unseen}} {
+					fmt.Fprintln(w, part.title+":")
+					if err := part.r.Write(w); err != nil {
+						return err
+					}
+					fmt.Fprintln(w)
 				}
-				fmt.Fprintln(a.stdout)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	c.Flags().StringVar(&into, "into", "", "capture into this new SQLite file or empty postgres:// database (default a temporary file)")

@@ -107,11 +107,7 @@ status is 1 when one fails, 2 for a bad file or flag.`,
 				reports = append(reports, r)
 			}
 			sum := eval.Summarize(reports, t, time.Since(start))
-			if a.jsonOut {
-				if err := a.printJSON(sum); err != nil {
-					return err
-				}
-			} else if err := sum.Write(a.stdout); err != nil {
+			if err := a.show(sum, sum.Write); err != nil {
 				return err
 			}
 			if !sum.OK() {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -243,37 +244,34 @@ and a minute). Exit 1 when the extraction failed.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			e.Tenant, e.Content = a.tenant, args[0]
-			in := ingest.New(s, extract.New(s, m))
-			res, err := in.Capture(a.ctx, e, ingest.ModeNow)
-			// Interrupted, Close gives the episode to the workers at once.
-			in.Close(a.ctx)
-			if err != nil {
-				return err
-			}
-			if res.Record == nil {
-				fmt.Fprintf(a.stderr, "sgam: interrupted: episode %s is captured and queued; the extraction workers extract it\n", res.Episode.ID)
-				return exitError{code: ExitFailure}
-			}
-			if a.jsonOut {
-				if err := a.printJSON(res.Record); err != nil {
+			return a.withStore(func(s store.Store) error {
+				e.Tenant, e.Content = a.tenant, args[0]
+				in := ingest.New(s, extract.New(s, m))
+				res, err := in.Capture(a.ctx, e, ingest.ModeNow)
+				// Interrupted, Close gives the episode to the workers at once.
+				in.Close(a.ctx)
+				if err != nil {
 					return err
 				}
-			} else {
-				a.printExtraction(*res.Record, res.Skipped)
-			}
-			if res.Record.Status == sgam.ExtractionFailed {
-				if res.Queued {
-					fmt.Fprintf(a.stderr, "sgam: the extraction of episode %s failed; it is queued, and the extraction workers try again\n", res.Episode.ID)
+				if res.Record == nil {
+					fmt.Fprintf(a.stderr, "sgam: interrupted: episode %s is captured and queued; the extraction workers extract it\n", res.Episode.ID)
+					return exitError{code: ExitFailure}
 				}
-				return exitError{code: ExitFailure}
-			}
-			return nil
+				err = a.show(res.Record, func(io.Writer) error {
+					a.printExtraction(*res.Record, res.Skipped)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if res.Record.Status == sgam.ExtractionFailed {
+					if res.Queued {
+						fmt.Fprintf(a.stderr, "sgam: the extraction of episode %s failed; it is queued, and the extraction workers try again\n", res.Episode.ID)
+					}
+					return exitError{code: ExitFailure}
+				}
+				return nil
+			})
 		},
 	}
 	f := c.Flags()
@@ -356,31 +354,27 @@ again unless --again.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			res, err := extract.New(s, m).Extract(a.ctx, a.tenant, episode, extract.Options{DryRun: dryRun, Again: again})
-			if err != nil && !(dryRun && res.Prompt.User != "") {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"prompt": res.Prompt.Text(), "schema": res.Prompt.Schema, "record": res.Record, "error": errText(err)})
-			}
-			if dryRun {
-				fmt.Fprintf(a.stdout, "%s\n\n", res.Prompt.Text())
-				if m == nil {
-					fmt.Fprintf(a.stdout, "(no model is configured, so nothing was asked: %s)\n", modelHelp)
-					return nil
-				}
-				if err != nil {
+			return a.withStore(func(s store.Store) error {
+				res, err := extract.New(s, m).Extract(a.ctx, a.tenant, episode, extract.Options{DryRun: dryRun, Again: again})
+				if err != nil && !(dryRun && res.Prompt.User != "") {
 					return err
 				}
-				fmt.Fprintln(a.stdout, "--- the model's answer, validated (nothing written):")
-			}
-			a.printExtraction(res.Record, res.Skipped)
-			return nil
+				return a.show(map[string]any{"prompt": res.Prompt.Text(), "schema": res.Prompt.Schema, "record": res.Record, "error": errText(err)}, func(w io.Writer) error {
+					if dryRun {
+						fmt.Fprintf(w, "%s\n\n", res.Prompt.Text())
+						if m == nil {
+							fmt.Fprintf(w, "(no model is configured, so nothing was asked: %s)\n", modelHelp)
+							return nil
+						}
+						if err != nil {
+							return err
+						}
+						fmt.Fprintln(w, "--- the model's answer, validated (nothing written):")
+					}
+					a.printExtraction(res.Record, res.Skipped)
+					return nil
+				})
+			})
 		},
 	}
 	c.Flags().StringVar(&episode, "episode", "", "the episode to extract")
@@ -417,15 +411,12 @@ set by the operator. When it is spent, the tenant's extraction jobs wait
 			if !cmd.Flags().Changed("tokens-per-day") {
 				return sgam.Errorf(sgam.Invalid, "--tokens-per-day", "is required (0 for no limit)")
 			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if err := s.SetBudget(a.ctx, a.tenant, n); err != nil {
-				return err
-			}
-			return a.showBudget(s)
+			return a.withStore(func(s store.Store) error {
+				if err := s.SetBudget(a.ctx, a.tenant, n); err != nil {
+					return err
+				}
+				return a.showBudget(s)
+			})
 		},
 	}
 	set.Flags().IntVar(&n, "tokens-per-day", 0, "model tokens (prompt and answer) per UTC day; 0: no limit")
@@ -434,12 +425,7 @@ set by the operator. When it is spent, the tenant's extraction jobs wait
 		Short: "Show --tenant's budget and what it spent today",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			return a.showBudget(s)
+			return a.withExisting(func(s store.Store) error { return a.showBudget(s) })
 		},
 	}
 	c.AddCommand(set, show)
@@ -451,18 +437,17 @@ func (a *app) showBudget(s sgam.Store) error {
 	if err != nil {
 		return err
 	}
-	if a.jsonOut {
-		return a.printJSON(b)
-	}
-	limit := "no limit"
-	if b.TokensPerDay > 0 {
-		limit = fmt.Sprintf("%d tokens per day", b.TokensPerDay)
-	}
-	fmt.Fprintf(a.stdout, "tenant %s: %s; spent today %d; resets at %s\n", b.Tenant, limit, b.SpentToday, fmtTime(b.ResetsAt))
-	if b.Exhausted() {
-		fmt.Fprintln(a.stdout, "the budget is spent: extraction jobs wait until it resets or is raised")
-	}
-	return nil
+	return a.show(b, func(w io.Writer) error {
+		limit := "no limit"
+		if b.TokensPerDay > 0 {
+			limit = fmt.Sprintf("%d tokens per day", b.TokensPerDay)
+		}
+		fmt.Fprintf(w, "tenant %s: %s; spent today %d; resets at %s\n", b.Tenant, limit, b.SpentToday, fmtTime(b.ResetsAt))
+		if b.Exhausted() {
+			fmt.Fprintln(w, "the budget is spent: extraction jobs wait until it resets or is raised")
+		}
+		return nil
+	})
 }
 
 // printSummary prints what a set of extractions did.

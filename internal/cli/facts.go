@@ -3,12 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) assertCommand() *cobra.Command {
@@ -75,19 +77,16 @@ func (a *app) write(instantFlag, instant, source, supports string, do func(sgam.
 	if source == "" {
 		return sgam.Errorf(sgam.Invalid, "--source", "is required: the episode that supports %s", supports)
 	}
-	s, err := a.open(nil)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if t.IsZero() {
-		t = now()
-	}
-	r, err := do(s, t)
-	if err != nil {
-		return err
-	}
-	return a.printWrite(r)
+	return a.withStore(func(s store.Store) error {
+		if t.IsZero() {
+			t = now()
+		}
+		r, err := do(s, t)
+		if err != nil {
+			return err
+		}
+		return a.printWrite(r)
+	})
 }
 
 func (a *app) key(subject, attribute string) sgam.Key {
@@ -95,23 +94,22 @@ func (a *app) key(subject, attribute string) sgam.Key {
 }
 
 func (a *app) printWrite(r sgam.WriteResult) error {
-	if a.jsonOut {
-		return a.printJSON(r)
-	}
-	switch {
-	case r.Pending != nil:
-		c := r.Pending
-		fmt.Fprintf(a.stdout, "held pending as %s (%s): confirm with 'sgam pending confirm %s --episode E', or dismiss it\n", c.ID, c.Reason, c.ID)
+	return a.show(r, func(w io.Writer) error {
+		switch {
+		case r.Pending != nil:
+			c := r.Pending
+			fmt.Fprintf(w, "held pending as %s (%s): confirm with 'sgam pending confirm %s --episode E', or dismiss it\n", c.ID, c.Reason, c.ID)
+			return nil
+		case r.Kept:
+			fmt.Fprintln(w, "kept: a higher-ranked source already gives another value at that instant (conflict policy prefer_source); nothing written")
+		case r.NoChange:
+			fmt.Fprintln(w, "no change: the same value already starts at that instant; the source was added as evidence")
+		}
+		if r.Fact != nil {
+			printFact(w, *r.Fact)
+		}
 		return nil
-	case r.Kept:
-		fmt.Fprintln(a.stdout, "kept: a higher-ranked source already gives another value at that instant (conflict policy prefer_source); nothing written")
-	case r.NoChange:
-		fmt.Fprintln(a.stdout, "no change: the same value already starts at that instant; the source was added as evidence")
-	}
-	if r.Fact != nil {
-		printFact(a.stdout, *r.Fact)
-	}
-	return nil
+	})
 }
 
 func (a *app) getCommand() *cobra.Command {
@@ -135,39 +133,34 @@ set (cardinality many) it prints the members at those instants.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			f, err := s.Get(a.ctx, a.key(args[0], args[1]), at)
-			if errors.Is(err, sgam.ErrSet) {
-				members, err := s.Members(a.ctx, a.key(args[0], args[1]), at)
+			return a.withExisting(func(s store.Store) error {
+				f, err := s.Get(a.ctx, a.key(args[0], args[1]), at)
+				if errors.Is(err, sgam.ErrSet) {
+					members, err := s.Members(a.ctx, a.key(args[0], args[1]), at)
+					if err != nil {
+						return err
+					}
+					return a.show(members, func(w io.Writer) error {
+						if len(members) == 0 {
+							fmt.Fprintln(w, "(no members)")
+							return nil
+						}
+						printFacts(w, members, true)
+						return nil
+					})
+				}
 				if err != nil {
 					return err
 				}
-				if a.jsonOut {
-					return a.printJSON(members)
-				}
-				if len(members) == 0 {
-					fmt.Fprintln(a.stdout, "(no members)")
+				return a.show(f, func(w io.Writer) error {
+					if f == nil {
+						fmt.Fprintln(w, "(no value)")
+						return nil
+					}
+					printFact(w, *f)
 					return nil
-				}
-				printFacts(a.stdout, members, true)
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(f)
-			}
-			if f == nil {
-				fmt.Fprintln(a.stdout, "(no value)")
-				return nil
-			}
-			printFact(a.stdout, *f)
-			return nil
+				})
+			})
 		},
 	}
 	c.Flags().StringVar(&asOf, "as-of", "", "valid instant (RFC 3339; default now)")
@@ -186,24 +179,20 @@ func (a *app) stateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			facts, err := s.State(a.ctx, a.tenant, args[0], at)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(facts)
-			}
-			if len(facts) == 0 {
-				fmt.Fprintln(a.stdout, "(no values)")
-				return nil
-			}
-			printFacts(a.stdout, facts, true)
-			return nil
+			return a.withExisting(func(s store.Store) error {
+				facts, err := s.State(a.ctx, a.tenant, args[0], at)
+				if err != nil {
+					return err
+				}
+				return a.show(facts, func(w io.Writer) error {
+					if len(facts) == 0 {
+						fmt.Fprintln(w, "(no values)")
+						return nil
+					}
+					printFacts(w, facts, true)
+					return nil
+				})
+			})
 		},
 	}
 	c.Flags().StringVar(&asOf, "as-of", "", "valid instant (RFC 3339; default now)")
@@ -221,24 +210,20 @@ time). A row that a later write shortened is retracted, not edited; its
 closed copy follows it.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			facts, err := s.History(a.ctx, a.key(args[0], args[1]))
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(facts)
-			}
-			if len(facts) == 0 {
-				fmt.Fprintln(a.stdout, "(no rows)")
-				return nil
-			}
-			printFacts(a.stdout, facts, false)
-			return nil
+			return a.withExisting(func(s store.Store) error {
+				facts, err := s.History(a.ctx, a.key(args[0], args[1]))
+				if err != nil {
+					return err
+				}
+				return a.show(facts, func(w io.Writer) error {
+					if len(facts) == 0 {
+						fmt.Fprintln(w, "(no rows)")
+						return nil
+					}
+					printFacts(w, facts, false)
+					return nil
+				})
+			})
 		},
 	}
 }
@@ -254,25 +239,21 @@ func (a *app) traceCommand() *cobra.Command {
 			if err != nil || id <= 0 {
 				return sgam.Errorf(sgam.Invalid, "FACT_ID", "%q is not a fact id (a positive integer)", args[0])
 			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			tr, err := s.Trace(a.ctx, a.tenant, id)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(tr)
-			}
-			fmt.Fprintln(a.stdout, "chain (newest first):")
-			printFacts(a.stdout, tr.Chain, false)
-			fmt.Fprintln(a.stdout, "\nsource episodes:")
-			for _, e := range tr.Episodes {
-				printEpisode(a.stdout, e, false)
-			}
-			return nil
+			return a.withExisting(func(s store.Store) error {
+				tr, err := s.Trace(a.ctx, a.tenant, id)
+				if err != nil {
+					return err
+				}
+				return a.show(tr, func(w io.Writer) error {
+					fmt.Fprintln(w, "chain (newest first):")
+					printFacts(w, tr.Chain, false)
+					fmt.Fprintln(w, "\nsource episodes:")
+					for _, e := range tr.Episodes {
+						printEpisode(w, e, false)
+					}
+					return nil
+				})
+			})
 		},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) forgetCommand() *cobra.Command {
@@ -49,21 +50,17 @@ the deleted bytes leave the database files too. See docs/lifecycle.md.`,
 			if all && !yes {
 				return sgam.Errorf(sgam.Invalid, "--yes", "is required with --all: it deletes every fact and episode of tenant %s", a.tenant)
 			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rc, err := s.Forget(a.ctx, req)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(rc)
-			}
-			printReceipt(a.stdout, rc)
-			fmt.Fprintln(a.stdout, "run 'sgam compact' to remove the deleted bytes from the database files")
-			return nil
+			return a.withExisting(func(s store.Store) error {
+				rc, err := s.Forget(a.ctx, req)
+				if err != nil {
+					return err
+				}
+				return a.show(rc, func(w io.Writer) error {
+					printReceipt(w, rc)
+					fmt.Fprintln(w, "run 'sgam compact' to remove the deleted bytes from the database files")
+					return nil
+				})
+			})
 		},
 	}
 	f := c.Flags()
@@ -95,29 +92,25 @@ until more has expired, so it can run from cron. Work is done in bounded
 transactions; each records a receipt per tenant in the audit.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rcs, err := s.Expire(a.ctx)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(rcs)
-			}
-			if len(rcs) == 0 {
-				fmt.Fprintln(a.stdout, "nothing has expired")
-				return nil
-			}
-			for i, rc := range rcs {
-				if i > 0 {
-					fmt.Fprintln(a.stdout)
+			return a.withExisting(func(s store.Store) error {
+				rcs, err := s.Expire(a.ctx)
+				if err != nil {
+					return err
 				}
-				printReceipt(a.stdout, rc)
-			}
-			return nil
+				return a.show(rcs, func(w io.Writer) error {
+					if len(rcs) == 0 {
+						fmt.Fprintln(w, "nothing has expired")
+						return nil
+					}
+					for i, rc := range rcs {
+						if i > 0 {
+							fmt.Fprintln(w)
+						}
+						printReceipt(w, rc)
+					}
+					return nil
+				})
+			})
 		},
 	}
 }
@@ -138,19 +131,15 @@ reusable; the old bytes stay in the table's pages until new rows overwrite
 them, or until an administrator runs VACUUM FULL (docs/lifecycle.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if err := s.Compact(a.ctx); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]bool{"ok": true})
-			}
-			fmt.Fprintln(a.stdout, "ok: compacted")
-			return nil
+			return a.withExisting(func(s store.Store) error {
+				if err := s.Compact(a.ctx); err != nil {
+					return err
+				}
+				return a.show(map[string]bool{"ok": true}, func(w io.Writer) error {
+					fmt.Fprintln(w, "ok: compacted")
+					return nil
+				})
+			})
 		},
 	}
 }
@@ -169,37 +158,34 @@ store's secret and lists only S's receipts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.withFields(map[string]string{"subject": "--subject"})
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rcs, err := s.Receipts(a.ctx, a.tenant)
-			if err != nil {
-				return err
-			}
-			if subject != "" {
-				digest, err := s.SubjectDigest(a.ctx, a.tenant, subject)
+			return a.withExisting(func(s store.Store) error {
+				rcs, err := s.Receipts(a.ctx, a.tenant)
 				if err != nil {
 					return err
 				}
-				mine := []sgam.Receipt{}
-				for _, rc := range rcs {
-					if rc.Kind == sgam.ReceiptSubject && rc.Target == digest {
-						mine = append(mine, rc)
+				if subject != "" {
+					digest, err := s.SubjectDigest(a.ctx, a.tenant, subject)
+					if err != nil {
+						return err
 					}
+					mine := []sgam.Receipt{}
+					for _, rc := range rcs {
+						if rc.Kind == sgam.ReceiptSubject && rc.Target == digest {
+							mine = append(mine, rc)
+						}
+					}
+					rcs = mine
 				}
-				rcs = mine
-			}
-			return printList(a, rcs, "(no receipts)", "AT\tRECEIPT\tKIND\tTARGET\tACTOR\tFACTS\tMENDED\tEPISODES\tPENDING",
-				func(rc sgam.Receipt) []any {
-					target := rc.Target
-					if target == "" {
-						target = "-"
-					}
-					return []any{fmtTime(rc.At), rc.ID, rc.Kind, truncate(target, 20), rc.Actor,
-						rc.FactsDeleted, rc.FactsMended, rc.EpisodesDeleted, rc.PendingDeleted}
-				})
+				return printList(a, rcs, "(no receipts)", "AT\tRECEIPT\tKIND\tTARGET\tACTOR\tFACTS\tMENDED\tEPISODES\tPENDING",
+					func(rc sgam.Receipt) []any {
+						target := rc.Target
+						if target == "" {
+							target = "-"
+						}
+						return []any{fmtTime(rc.At), rc.ID, rc.Kind, truncate(target, 20), rc.Actor,
+							rc.FactsDeleted, rc.FactsMended, rc.EpisodesDeleted, rc.PendingDeleted}
+					})
+			})
 		},
 	}
 	c.Flags().StringVar(&subject, "subject", "", "only the receipts of forgetting this subject")

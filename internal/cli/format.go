@@ -103,23 +103,22 @@ func printEpisode(w io.Writer, e sgam.Episode, full bool) {
 // printList prints items as JSON (--json), or as a table under header with
 // one row of cells per item, or none when there are no items.
 func printList[T any](a *app, items []T, none, header string, row func(T) []any) error {
-	if a.jsonOut {
-		return a.printJSON(items)
-	}
-	if len(items) == 0 {
-		fmt.Fprintln(a.stdout, none)
-		return nil
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, it := range items {
-		for i, cell := range row(it) {
-			if i > 0 {
-				fmt.Fprint(tw, "\t")
-			}
-			fmt.Fprint(tw, cell)
+	return a.show(items, func(w io.Writer) error {
+		if len(items) == 0 {
+			fmt.Fprintln(w, none)
+			return nil
 		}
-		fmt.Fprintln(tw)
-	}
-	return tw.Flush()
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, header)
+		for _, it := range items {
+			for i, cell := range row(it) {
+				if i > 0 {
+					fmt.Fprint(tw, "\t")
+				}
+				fmt.Fprint(tw, cell)
+			}
+			fmt.Fprintln(tw)
+		}
+		return tw.Flush()
+	})
 }

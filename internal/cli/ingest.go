@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/sgam-dev/sgam/ingest"
 	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/queue"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) ingestCommand() *cobra.Command {
@@ -75,53 +77,52 @@ in), or when no model is configured to extract what was queued.`,
 				defer f.Close()
 				in = f
 			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			mode := ingest.ModeBackground
-			if noExtract {
-				mode = ingest.ModeNone
-			}
-			lines, err := ingest.New(s, nil).CaptureLines(a.ctx, in, a.tenant, mode)
-			if err != nil {
-				return err
-			}
-			refs, bad := lines.Refs, lines.Bad
-			fmt.Fprintf(a.stderr, "captured %d episodes (%d new, %d already there), %d queued for extraction, %d bad lines\n",
-				lines.Captured, lines.Captured-lines.Repeats, lines.Repeats, len(refs), len(bad))
-			// Without a model the episodes are captured all the same, and
-			// their extractions wait in the queue for one.
-			waiting := model == nil && !noExtract && !noWait && len(refs) > 0
-			var sum ingest.Summary
-			if model != nil && len(refs) > 0 {
-				if sum, err = a.runAndWait(s, model, qf, refs, lines.Since); err != nil {
+			return a.withStore(func(s store.Store) error {
+				mode := ingest.ModeBackground
+				if noExtract {
+					mode = ingest.ModeNone
+				}
+				lines, err := ingest.New(s, nil).CaptureLines(a.ctx, in, a.tenant, mode)
+				if err != nil {
 					return err
 				}
-			}
-			if a.jsonOut {
-				if err := a.printJSON(map[string]any{"captured": lines.Captured, "already_there": lines.Repeats, "queued": len(refs),
-					"bad_lines": len(bad), "extraction": sum, "waiting_for_a_model": waiting}); err != nil {
+				refs, bad := lines.Refs, lines.Bad
+				fmt.Fprintf(a.stderr, "captured %d episodes (%d new, %d already there), %d queued for extraction, %d bad lines\n",
+					lines.Captured, lines.Captured-lines.Repeats, lines.Repeats, len(refs), len(bad))
+				// Without a model the episodes are captured all the same, and
+				// their extractions wait in the queue for one.
+				waiting := model == nil && !noExtract && !noWait && len(refs) > 0
+				var sum ingest.Summary
+				if model != nil && len(refs) > 0 {
+					if sum, err = a.runAndWait(s, model, qf, refs, lines.Since); err != nil {
+						return err
+					}
+				}
+				err = a.show(map[string]any{"captured": lines.Captured, "already_there": lines.Repeats, "queued": len(refs),
+					"bad_lines": len(bad), "extraction": sum, "waiting_for_a_model": waiting}, func(io.Writer) error {
+					if !noExtract && !noWait && !waiting {
+						a.printSummary(sum)
+					}
+					return nil
+				})
+				if err != nil {
 					return err
 				}
-			} else if !noExtract && !noWait && !waiting {
-				a.printSummary(sum)
-			}
-			for _, b := range bad {
-				fmt.Fprintf(a.stderr, "sgam: %v\n", b)
-			}
-			switch {
-			case waiting:
-				fmt.Fprintf(a.stderr, "sgam: --llm-base-url: no model is configured, so the %d queued extractions wait ('sgam ingest status' shows them): %s. Once one is, 'sgam worker' (or this command again) extracts them; to capture only, add --no-extract; to return after capture, --no-wait\n", len(refs), modelHelp)
-				return exitError{code: ExitUsage}
-			case len(bad) > 0:
-				return exitError{code: ExitUsage}
-			case sum.Failed > 0:
-				fmt.Fprintf(a.stderr, "sgam: %d extractions failed after their retries; 'sgam ingest retry' queues them again\n", sum.Failed)
-				return exitError{code: ExitFailure}
-			}
-			return nil
+				for _, b := range bad {
+					fmt.Fprintf(a.stderr, "sgam: %v\n", b)
+				}
+				switch {
+				case waiting:
+					fmt.Fprintf(a.stderr, "sgam: --llm-base-url: no model is configured, so the %d queued extractions wait ('sgam ingest status' shows them): %s. Once one is, 'sgam worker' (or this command again) extracts them; to capture only, add --no-extract; to return after capture, --no-wait\n", len(refs), modelHelp)
+					return exitError{code: ExitUsage}
+				case len(bad) > 0:
+					return exitError{code: ExitUsage}
+				case sum.Failed > 0:
+					fmt.Fprintf(a.stderr, "sgam: %d extractions failed after their retries; 'sgam ingest retry' queues them again\n", sum.Failed)
+					return exitError{code: ExitFailure}
+				}
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&noExtract, "no-extract", false, "capture only: nothing is queued, no model is needed")
@@ -135,21 +136,18 @@ in), or when no model is configured to extract what was queued.`,
 // onQueue runs fn on the queue of --db, without workers, for --tenant
 // (every tenant when all is set).
 func (a *app) onQueue(all bool, fn func(q *queue.Queue, tenant string) error) error {
-	s, err := a.openExisting()
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	q, err := a.openQueue(s, nil, queueFlags{rescueAfter: 15 * time.Minute, budgetRecheck: time.Minute, maxAttempts: 6})
-	if err != nil {
-		return err
-	}
-	defer q.Stop(a.ctx)
-	tenant := a.tenant
-	if all {
-		tenant = ""
-	}
-	return fn(q, tenant)
+	return a.withExisting(func(s store.Store) error {
+		q, err := a.openQueue(s, nil, queueFlags{rescueAfter: 15 * time.Minute, budgetRecheck: time.Minute, maxAttempts: 6})
+		if err != nil {
+			return err
+		}
+		defer q.Stop(a.ctx)
+		tenant := a.tenant
+		if all {
+			tenant = ""
+		}
+		return fn(q, tenant)
+	})
 }
 
 func (a *app) ingestRetryCommand() *cobra.Command {
@@ -167,11 +165,10 @@ serve' or 'sgam ingest' work them.`,
 				if err != nil {
 					return err
 				}
-				if a.jsonOut {
-					return a.printJSON(map[string]int{"retried": n})
-				}
-				fmt.Fprintf(a.stdout, "%d failed extractions queued again\n", n)
-				return nil
+				return a.show(map[string]int{"retried": n}, func(w io.Writer) error {
+					fmt.Fprintf(w, "%d failed extractions queued again\n", n)
+					return nil
+				})
 			})
 		},
 	}
@@ -191,12 +188,11 @@ func (a *app) ingestStatusCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if a.jsonOut {
-					return a.printJSON(st)
-				}
-				fmt.Fprintf(a.stdout, "queued %d, waiting for a worker %d, running %d, completed %d, failed %d\n",
-					st.Queued, st.Available, st.Running, st.Completed, st.Failed)
-				return nil
+				return a.show(st, func(w io.Writer) error {
+					fmt.Fprintf(w, "queued %d, waiting for a worker %d, running %d, completed %d, failed %d\n",
+						st.Queued, st.Available, st.Running, st.Completed, st.Failed)
+					return nil
+				})
 			})
 		},
 	}
@@ -234,53 +230,50 @@ have ended, as 'sgam ingest' does; --no-wait leaves them to the workers.`,
 					return err
 				}
 			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			ids := []string{episode}
-			if since != "" {
-				t, err := timeFlag("since", since)
+			return a.withExisting(func(s store.Store) error {
+				ids := []string{episode}
+				if since != "" {
+					t, err := timeFlag("since", since)
+					if err != nil {
+						return err
+					}
+					eps, err := s.Episodes(a.ctx, sgam.EpisodeQuery{Tenant: a.tenant, Since: t, Limit: 10000})
+					if err != nil {
+						return err
+					}
+					ids = ids[:0]
+					for _, e := range eps {
+						ids = append(ids, e.ID)
+					}
+					if len(eps) == 10000 {
+						fmt.Fprintf(a.stderr, "sgam: more than 10000 episodes: these are the first; run again with --since %s for the rest\n", fmtTime(eps[len(eps)-1].OccurredAt))
+					}
+				}
+				start := time.Now().Add(-time.Millisecond)
+				if err := s.QueueExtraction(a.ctx, a.tenant, ids, true); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "queued %d episodes for extraction again\n", len(ids))
+				if noWait || len(ids) == 0 {
+					return nil
+				}
+				refs := make([]queue.Ref, len(ids))
+				for i, id := range ids {
+					refs[i] = queue.Ref{Tenant: a.tenant, EpisodeID: id}
+				}
+				sum, err := a.runAndWait(s, model, qf, refs, start)
 				if err != nil {
 					return err
 				}
-				eps, err := s.Episodes(a.ctx, sgam.EpisodeQuery{Tenant: a.tenant, Since: t, Limit: 10000})
-				if err != nil {
+				if err := a.show(sum, func(io.Writer) error { a.printSummary(sum); return nil }); err != nil {
 					return err
 				}
-				ids = ids[:0]
-				for _, e := range eps {
-					ids = append(ids, e.ID)
+				if sum.Failed > 0 {
+					// Exit 1 under --json too: a script reads the code.
+					return exitError{code: ExitFailure}
 				}
-				if len(eps) == 10000 {
-					fmt.Fprintf(a.stderr, "sgam: more than 10000 episodes: these are the first; run again with --since %s for the rest\n", fmtTime(eps[len(eps)-1].OccurredAt))
-				}
-			}
-			start := time.Now().Add(-time.Millisecond)
-			if err := s.QueueExtraction(a.ctx, a.tenant, ids, true); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "queued %d episodes for extraction again\n", len(ids))
-			if noWait || len(ids) == 0 {
 				return nil
-			}
-			refs := make([]queue.Ref, len(ids))
-			for i, id := range ids {
-				refs[i] = queue.Ref{Tenant: a.tenant, EpisodeID: id}
-			}
-			sum, err := a.runAndWait(s, model, qf, refs, start)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(sum)
-			}
-			a.printSummary(sum)
-			if sum.Failed > 0 {
-				return exitError{code: ExitFailure}
-			}
-			return nil
+			})
 		},
 	}
 	c.Flags().StringVar(&episode, "episode", "", "the episode to extract again")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) initCommand() *cobra.Command {
@@ -16,11 +18,8 @@ this by themselves; init lets a separate owner role do it once, so that the
 role the servers connect as needs no right to create tables (docs/scaling.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			if err := s.Close(); err != nil {
+			// Opening creates the database or migrates it; nothing else to do.
+			if err := a.withStore(func(store.Store) error { return nil }); err != nil {
 				return err
 			}
 			fmt.Fprintln(a.stdout, "ok: the database is ready")

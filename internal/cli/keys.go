@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) keysCommand() *cobra.Command {
@@ -34,21 +36,17 @@ secret is stored: the key is printed once, by 'sgam keys create'.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			token, k, err := s.CreateKey(a.ctx, a.tenant, r, name)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"key": token, "key_id": k.ID, "tenant": k.Tenant, "role": k.Role, "name": k.Name})
-			}
-			fmt.Fprintln(a.stdout, token)
-			fmt.Fprintf(a.stderr, "key %s for tenant %s, role %s: store it now; sgam keeps only its hash and cannot show it again\n", k.ID, k.Tenant, k.Role)
-			return nil
+			return a.withStore(func(s store.Store) error {
+				token, k, err := s.CreateKey(a.ctx, a.tenant, r, name)
+				if err != nil {
+					return err
+				}
+				return a.show(map[string]any{"key": token, "key_id": k.ID, "tenant": k.Tenant, "role": k.Role, "name": k.Name}, func(w io.Writer) error {
+					fmt.Fprintln(w, token)
+					fmt.Fprintf(a.stderr, "key %s for tenant %s, role %s: store it now; sgam keeps only its hash and cannot show it again\n", k.ID, k.Tenant, k.Role)
+					return nil
+				})
+			})
 		},
 	}
 	create.Flags().StringVar(&role, "role", "", "read, write or admin (required)")
@@ -59,17 +57,14 @@ secret is stored: the key is printed once, by 'sgam keys create'.`,
 		Short: "List --tenant's keys (ids, roles, names; never secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			keys, err := s.ListKeys(a.ctx, a.tenant)
-			if err != nil {
-				return err
-			}
-			return printList(a, keys, "(no keys)", "KEY ID\tROLE\tNAME\tCREATED\tREVOKED", func(k sgam.APIKey) []any {
-				return []any{k.ID, k.Role, k.Name, fmtTime(k.CreatedAt), fmtEnd(k.RevokedAt, "-")}
+			return a.withExisting(func(s store.Store) error {
+				keys, err := s.ListKeys(a.ctx, a.tenant)
+				if err != nil {
+					return err
+				}
+				return printList(a, keys, "(no keys)", "KEY ID\tROLE\tNAME\tCREATED\tREVOKED", func(k sgam.APIKey) []any {
+					return []any{k.ID, k.Role, k.Name, fmtTime(k.CreatedAt), fmtEnd(k.RevokedAt, "-")}
+				})
 			})
 		},
 	}
@@ -79,16 +74,13 @@ secret is stored: the key is printed once, by 'sgam keys create'.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.withFields(map[string]string{"key_id": "KEY_ID"})
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if err := s.RevokeKey(a.ctx, a.tenant, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "revoked %s\n", args[0])
-			return nil
+			return a.withExisting(func(s store.Store) error {
+				if err := s.RevokeKey(a.ctx, a.tenant, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "revoked %s\n", args[0])
+				return nil
+			})
 		},
 	}
 	c.AddCommand(create, list, revoke)

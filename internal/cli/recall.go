@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sgam-dev/sgam/recall"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) recallCommand() *cobra.Command {
@@ -48,29 +50,25 @@ prints the whole context (docs/recall.md).`,
 				return err
 			}
 			q.Tenant, q.Question, q.AsOf, q.KnownAt = a.tenant, args[0], at.AsOf, at.KnownAt
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			r, err := a.recaller(s)
-			if err != nil {
-				return err
-			}
-			ctx, err := r.Recall(a.ctx, q)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(ctx)
-			}
-			fmt.Fprint(a.stdout, ctx.Rendered)
-			// The block is for a model; what the reader should know about
-			// how it was found goes beside it.
-			for _, w := range ctx.Warnings {
-				fmt.Fprintf(a.stderr, "sgam: warning: %s\n", w)
-			}
-			return nil
+			return a.withExisting(func(s store.Store) error {
+				r, err := a.recaller(s)
+				if err != nil {
+					return err
+				}
+				ctx, err := r.Recall(a.ctx, q)
+				if err != nil {
+					return err
+				}
+				return a.show(ctx, func(w io.Writer) error {
+					fmt.Fprint(w, ctx.Rendered)
+					// The block is for a model; what the reader should know about
+					// how it was found goes beside it.
+					for _, warning := range ctx.Warnings {
+						fmt.Fprintf(a.stderr, "sgam: warning: %s\n", warning)
+					}
+					return nil
+				})
+			})
 		},
 	}
 	f := c.Flags()
@@ -97,22 +95,18 @@ every write, and an upgrade backfills it, so this is for repair (a file
 restored from elsewhere, a changed tokenizer). Nothing is extracted again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			p := &phases{a: a, prefix: "reindex"}
-			n, err := s.Reindex(a.ctx, only, func(done, total int) { p.update("episodes", done, total) })
-			p.finish()
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]int{"episodes": n})
-			}
-			fmt.Fprintf(a.stdout, "reindexed %d episodes\n", n)
-			return nil
+			return a.withExisting(func(s store.Store) error {
+				p := &phases{a: a, prefix: "reindex"}
+				n, err := s.Reindex(a.ctx, only, func(done, total int) { p.update("episodes", done, total) })
+				p.finish()
+				if err != nil {
+					return err
+				}
+				return a.show(map[string]int{"episodes": n}, func(w io.Writer) error {
+					fmt.Fprintf(w, "reindexed %d episodes\n", n)
+					return nil
+				})
+			})
 		},
 	}
 	c.Flags().StringVar(&only, "only", "", "only this tenant's episodes (default every tenant's)")

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/schema"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) schemaCommand() *cobra.Command {
@@ -107,11 +109,10 @@ func (a *app) schemaCheckCommand() *cobra.Command {
 			if err != nil {
 				return a.schemaProblems(args[0], err)
 			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"ok": true, "attributes": len(s.Attributes), "migrations": len(s.Migrations), "hash": s.Hash()})
-			}
-			fmt.Fprintf(a.stdout, "%s: ok: %d attributes, %d retention classes, %d migrations\n", args[0], len(s.Attributes), len(s.Retention), len(s.Migrations))
-			return nil
+			return a.show(map[string]any{"ok": true, "attributes": len(s.Attributes), "migrations": len(s.Migrations), "hash": s.Hash()}, func(w io.Writer) error {
+				fmt.Fprintf(w, "%s: ok: %d attributes, %d retention classes, %d migrations\n", args[0], len(s.Attributes), len(s.Retention), len(s.Migrations))
+				return nil
+			})
 		},
 	}
 }
@@ -160,37 +161,34 @@ in force again stores nothing. Declared migrations are run by
 			if err != nil {
 				return err
 			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			var v sgam.SchemaVersion
-			if storeDefault {
-				v, err = s.ApplyDefaultSchema(a.ctx, body, dryRun)
-			} else {
-				v, err = s.ApplySchema(a.ctx, a.tenant, body, dryRun)
-			}
-			if err != nil {
-				return a.schemaProblems(args[0], err)
-			}
-			if a.jsonOut {
-				v.Body = nil
-				return a.printJSON(v)
-			}
-			switch {
-			case len(v.Diff) == 0:
-				fmt.Fprintf(a.stdout, "unchanged: version %d of %s already says this\n", v.Version, whose(v))
-				return nil
-			case dryRun:
-				fmt.Fprintf(a.stdout, "dry run: would store schema version %d of %s:\n", v.Version, a.schemaOwner(storeDefault))
-			default:
-				fmt.Fprintf(a.stdout, "stored schema version %d of %s:\n", v.Version, a.schemaOwner(storeDefault))
-			}
-			for _, d := range v.Diff {
-				fmt.Fprintf(a.stdout, "  %s\n", d)
-			}
-			return nil
+			return a.withStore(func(s store.Store) error {
+				var v sgam.SchemaVersion
+				var err error
+				if storeDefault {
+					v, err = s.ApplyDefaultSchema(a.ctx, body, dryRun)
+				} else {
+					v, err = s.ApplySchema(a.ctx, a.tenant, body, dryRun)
+				}
+				if err != nil {
+					return a.schemaProblems(args[0], err)
+				}
+				v.Body = nil // FILE's text, not echoed back
+				return a.show(v, func(w io.Writer) error {
+					switch {
+					case len(v.Diff) == 0:
+						fmt.Fprintf(w, "unchanged: version %d of %s already says this\n", v.Version, whose(v))
+						return nil
+					case dryRun:
+						fmt.Fprintf(w, "dry run: would store schema version %d of %s:\n", v.Version, a.schemaOwner(storeDefault))
+					default:
+						fmt.Fprintf(w, "stored schema version %d of %s:\n", v.Version, a.schemaOwner(storeDefault))
+					}
+					for _, d := range v.Diff {
+						fmt.Fprintf(w, "  %s\n", d)
+					}
+					return nil
+				})
+			})
 		},
 	}
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the changes without storing them")
@@ -205,33 +203,30 @@ func (a *app) schemaShowCommand() *cobra.Command {
 		Short: "Print the schema in force for --tenant (its own, or the store default) or --default's, with its version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			var v sgam.SchemaVersion
-			if storeDefault {
-				v, err = s.DefaultSchema(a.ctx)
-			} else {
-				v, err = s.Schema(a.ctx, a.tenant)
-			}
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(v)
-			}
-			if v.Version == 0 {
-				owner := "no schema for tenant " + a.tenant
+			return a.withExisting(func(s store.Store) error {
+				var v sgam.SchemaVersion
+				var err error
 				if storeDefault {
-					owner = "no store default schema"
+					v, err = s.DefaultSchema(a.ctx)
+				} else {
+					v, err = s.Schema(a.ctx, a.tenant)
 				}
-				fmt.Fprintf(a.stdout, "%s: any attribute, any JSON value, every attribute single-valued\n", owner)
-				return nil
-			}
-			fmt.Fprintf(a.stdout, "schema version %d of %s, applied %s, sha256 %s\n%s\n", v.Version, whose(v), fmtTime(v.AppliedAt), v.Hash, v.Body)
-			return nil
+				if err != nil {
+					return err
+				}
+				return a.show(v, func(w io.Writer) error {
+					if v.Version == 0 {
+						owner := "no schema for tenant " + a.tenant
+						if storeDefault {
+							owner = "no store default schema"
+						}
+						fmt.Fprintf(w, "%s: any attribute, any JSON value, every attribute single-valued\n", owner)
+						return nil
+					}
+					fmt.Fprintf(w, "schema version %d of %s, applied %s, sha256 %s\n%s\n", v.Version, whose(v), fmtTime(v.AppliedAt), v.Hash, v.Body)
+					return nil
+				})
+			})
 		},
 	}
 	c.Flags().BoolVar(&storeDefault, "default", false, "show the store-wide default schema")
@@ -301,30 +296,26 @@ followed again. At most %d hops.`, sgam.MaxHops),
 			if err != nil {
 				return err
 			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			hops, err := sgam.Traverse(a.ctx, s, sgam.SystemClock{}, a.tenant, args[0], args[1:], at)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(hops)
-			}
-			if len(hops) == 0 {
-				fmt.Fprintln(a.stdout, "(no relations)")
-				return nil
-			}
-			for _, h := range hops {
-				cycle := ""
-				if h.Cycle {
-					cycle = "  (cycle: not followed)"
+			return a.withExisting(func(s store.Store) error {
+				hops, err := sgam.Traverse(a.ctx, s, sgam.SystemClock{}, a.tenant, args[0], args[1:], at)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(a.stdout, "%s%s -%s-> %s  [fact %d, sources %s]%s\n", strings.Repeat("  ", h.Depth-1), h.From, h.Attribute, h.To, h.Fact.ID, fmtSources(h.Fact), cycle)
-			}
-			return nil
+				return a.show(hops, func(w io.Writer) error {
+					if len(hops) == 0 {
+						fmt.Fprintln(w, "(no relations)")
+						return nil
+					}
+					for _, h := range hops {
+						cycle := ""
+						if h.Cycle {
+							cycle = "  (cycle: not followed)"
+						}
+						fmt.Fprintf(w, "%s%s -%s-> %s  [fact %d, sources %s]%s\n", strings.Repeat("  ", h.Depth-1), h.From, h.Attribute, h.To, h.Fact.ID, fmtSources(h.Fact), cycle)
+					}
+					return nil
+				})
+			})
 		},
 	}
 	c.Flags().StringVar(&asOf, "as-of", "", "valid instant (RFC 3339; default now)")
@@ -349,27 +340,24 @@ evidence; dismissing deletes it.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.withFields(map[string]string{"subject": "--subject"})
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			cs, err := s.Pending(a.ctx, sgam.PendingQuery{Tenant: a.tenant, Subject: subject})
-			if err != nil {
-				return err
-			}
-			return printList(a, cs, "(no pending candidates)", "PENDING ID\tSUBJECT\tATTRIBUTE\tVALUE\tVALID FROM\tSOURCE\tREASON\tCONFLICTS WITH",
-				func(c sgam.Candidate) []any {
-					conflicts := "-"
-					if c.ConflictsWith != nil {
-						conflicts = fmt.Sprint(*c.ConflictsWith)
-					}
-					reason := c.Reason
-					if c.Reason == sgam.ReasonRecurrence {
-						reason = fmt.Sprintf("%s (%d signals)", c.Reason, c.Signals)
-					}
-					return []any{c.ID, c.Subject, c.Attribute, truncate(string(c.Value), 40), fmtTime(c.ValidFrom), c.Source, reason, conflicts}
-				})
+			return a.withExisting(func(s store.Store) error {
+				cs, err := s.Pending(a.ctx, sgam.PendingQuery{Tenant: a.tenant, Subject: subject})
+				if err != nil {
+					return err
+				}
+				return printList(a, cs, "(no pending candidates)", "PENDING ID\tSUBJECT\tATTRIBUTE\tVALUE\tVALID FROM\tSOURCE\tREASON\tCONFLICTS WITH",
+					func(c sgam.Candidate) []any {
+						conflicts := "-"
+						if c.ConflictsWith != nil {
+							conflicts = fmt.Sprint(*c.ConflictsWith)
+						}
+						reason := c.Reason
+						if c.Reason == sgam.ReasonRecurrence {
+							reason = fmt.Sprintf("%s (%d signals)", c.Reason, c.Signals)
+						}
+						return []any{c.ID, c.Subject, c.Attribute, truncate(string(c.Value), 40), fmtTime(c.ValidFrom), c.Source, reason, conflicts}
+					})
+			})
 		},
 	}
 	list.Flags().StringVar(&subject, "subject", "", "only this subject's candidates")
@@ -384,16 +372,13 @@ evidence; dismissing deletes it.`,
 			if episode == "" {
 				return sgam.Errorf(sgam.Invalid, "--episode", "is required: the episode that confirms the candidate (a user_confirmed one, typically)")
 			}
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			r, err := s.Confirm(a.ctx, a.tenant, args[0], episode)
-			if err != nil {
-				return err
-			}
-			return a.printWrite(r)
+			return a.withStore(func(s store.Store) error {
+				r, err := s.Confirm(a.ctx, a.tenant, args[0], episode)
+				if err != nil {
+					return err
+				}
+				return a.printWrite(r)
+			})
 		},
 	}
 	confirm.Flags().StringVar(&episode, "episode", "", "id of the confirming episode (required)")
@@ -403,16 +388,13 @@ evidence; dismissing deletes it.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.withFields(map[string]string{"pending_id": "PENDING_ID"})
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if err := s.Dismiss(a.ctx, a.tenant, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "dismissed %s\n", args[0])
-			return nil
+			return a.withStore(func(s store.Store) error {
+				if err := s.Dismiss(a.ctx, a.tenant, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "dismissed %s\n", args[0])
+				return nil
+			})
 		},
 	}
 	c.AddCommand(list, confirm, dismiss)
@@ -445,36 +427,32 @@ it again finishes an interrupted run and otherwise changes nothing.`,
 			if batch <= 0 || batch > 100000 {
 				return sgam.Errorf(sgam.Invalid, "--batch", "must be between 1 and 100000, not %d", batch)
 			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			progress := &phases{a: a, prefix: "migrate"}
-			reports, err := s.Migrate(a.ctx, sgam.MigrateOptions{BatchKeys: batch, Progress: func(p sgam.MigrationProgress) {
-				progress.update(schemaLabel(p.Tenant)+" "+p.Migration, p.Done, p.Total)
-			}})
-			progress.finish()
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(reports)
-			}
-			if len(reports) == 0 {
-				fmt.Fprintln(a.stdout, "no migrations: no schema in force declares any")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCHEMA\tMIGRATION\tKIND\tSINCE\tSUBJECTS\tROWS\tTIME\tROWS/S")
-			for _, r := range reports {
-				rate := "-"
-				if r.Rows > 0 && r.Elapsed > 0 {
-					rate = fmt.Sprintf("%.0f", float64(r.Rows)/r.Elapsed.Seconds())
+			return a.withExisting(func(s store.Store) error {
+				progress := &phases{a: a, prefix: "migrate"}
+				reports, err := s.Migrate(a.ctx, sgam.MigrateOptions{BatchKeys: batch, Progress: func(p sgam.MigrationProgress) {
+					progress.update(schemaLabel(p.Tenant)+" "+p.Migration, p.Done, p.Total)
+				}})
+				progress.finish()
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\tv%d\t%d\t%d\t%s\t%s\n", schemaLabel(r.Tenant), r.Name, r.Kind, r.Since, r.Subjects, r.Rows, r.Elapsed.Round(time.Millisecond), rate)
-			}
-			return tw.Flush()
+				return a.show(reports, func(w io.Writer) error {
+					if len(reports) == 0 {
+						fmt.Fprintln(w, "no migrations: no schema in force declares any")
+						return nil
+					}
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "SCHEMA\tMIGRATION\tKIND\tSINCE\tSUBJECTS\tROWS\tTIME\tROWS/S")
+					for _, r := range reports {
+						rate := "-"
+						if r.Rows > 0 && r.Elapsed > 0 {
+							rate = fmt.Sprintf("%.0f", float64(r.Rows)/r.Elapsed.Seconds())
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\tv%d\t%d\t%d\t%s\t%s\n", schemaLabel(r.Tenant), r.Name, r.Kind, r.Since, r.Subjects, r.Rows, r.Elapsed.Round(time.Millisecond), rate)
+					}
+					return tw.Flush()
+				})
+			})
 		},
 	}
 	c.Flags().IntVar(&batch, "batch", 500, "subjects per transaction")

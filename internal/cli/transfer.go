@@ -14,6 +14,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/archive"
+	"github.com/sgam-dev/sgam/store"
 )
 
 func (a *app) exportCommand() *cobra.Command {
@@ -39,41 +40,38 @@ API keys, budgets, extraction records and embeddings are not exported.`,
 			if onlyTenant {
 				tenant = a.tenant
 			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if out == "" {
-				n, err := archive.Export(a.ctx, s, tenant, time.Now(), a.stdout)
+			return a.withExisting(func(s store.Store) error {
+				if out == "" {
+					n, err := archive.Export(a.ctx, s, tenant, time.Now(), a.stdout)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(a.stderr, "exported %d schema versions, %d episodes, %d facts\n", n.Schemas, n.Episodes, n.Facts)
+					return nil
+				}
+				// Write beside the target and rename over it only when complete,
+				// so a failed export never replaces a good backup.
+				f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".partial-*")
+				if err != nil {
+					return sgam.Errorf(sgam.Invalid, "--out", "%v", err)
+				}
+				defer os.Remove(f.Name())
+				n, err := archive.Export(a.ctx, s, tenant, time.Now(), f)
+				if err == nil {
+					err = f.Sync()
+				}
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stderr, "exported %d schema versions, %d episodes, %d facts\n", n.Schemas, n.Episodes, n.Facts)
+				if err := os.Rename(f.Name(), out); err != nil {
+					return sgam.Errorf(sgam.Invalid, "--out", "%v", err)
+				}
+				fmt.Fprintf(a.stderr, "exported %d schema versions, %d episodes, %d facts to %s\n", n.Schemas, n.Episodes, n.Facts, out)
 				return nil
-			}
-			// Write beside the target and rename over it only when complete,
-			// so a failed export never replaces a good backup.
-			f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".partial-*")
-			if err != nil {
-				return sgam.Errorf(sgam.Invalid, "--out", "%v", err)
-			}
-			defer os.Remove(f.Name())
-			n, err := archive.Export(a.ctx, s, tenant, time.Now(), f)
-			if err == nil {
-				err = f.Sync()
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-			if err := os.Rename(f.Name(), out); err != nil {
-				return sgam.Errorf(sgam.Invalid, "--out", "%v", err)
-			}
-			fmt.Fprintf(a.stderr, "exported %d schema versions, %d episodes, %d facts to %s\n", n.Schemas, n.Episodes, n.Facts, out)
-			return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&onlyTenant, "only-tenant", false, "export only the rows of --tenant")
@@ -126,39 +124,35 @@ With --json, one line per commit is printed to standard output:
 				return sgam.Errorf(sgam.Invalid, "FILE", "the input is empty: an export starts with a header line")
 			}
 			in = br
-			s, err := a.open(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-
-			opts := archive.ImportOptions{BatchRecords: batch}
-			var bar *progressbar.ProgressBar
-			switch {
-			case a.jsonOut:
-				opts.Committed = func(total sgam.ImportStats, line int) {
-					a.printJSONLine(map[string]any{"committed": total, "line": line})
-				}
-			case isTerminal(a.stderr):
-				bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(raw(a.stderr)), progressbar.OptionShowBytes(true),
-					progressbar.OptionSetDescription("importing"), progressbar.OptionClearOnFinish())
-				in = io.TeeReader(in, bar)
-			default:
-				last := time.Now()
-				opts.Committed = func(total sgam.ImportStats, line int) {
-					if time.Since(last) > 2*time.Second {
-						last = time.Now()
-						fmt.Fprintf(a.stderr, "import: line %d, %d facts and %d episodes written\n", line, total.Facts, total.Episodes)
+			return a.withStore(func(s store.Store) error {
+				opts := archive.ImportOptions{BatchRecords: batch}
+				var bar *progressbar.ProgressBar
+				switch {
+				case a.jsonOut:
+					opts.Committed = func(total sgam.ImportStats, line int) {
+						a.printJSONLine(map[string]any{"committed": total, "line": line})
+					}
+				case isTerminal(a.stderr):
+					bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(raw(a.stderr)), progressbar.OptionShowBytes(true),
+						progressbar.OptionSetDescription("importing"), progressbar.OptionClearOnFinish())
+					in = io.TeeReader(in, bar)
+				default:
+					last := time.Now()
+					opts.Committed = func(total sgam.ImportStats, line int) {
+						if time.Since(last) > 2*time.Second {
+							last = time.Now()
+							fmt.Fprintf(a.stderr, "import: line %d, %d facts and %d episodes written\n", line, total.Facts, total.Episodes)
+						}
 					}
 				}
-			}
-			total, err := archive.Import(a.ctx, s, in, opts)
-			if bar != nil {
-				bar.Finish()
-			}
-			fmt.Fprintf(a.stderr, "imported %d schema versions, %d episodes, %d facts (already present: %d schema versions, %d episodes, %d facts)\n",
-				total.Schemas, total.Episodes, total.Facts, total.SchemasPresent, total.EpisodesPresent, total.FactsPresent)
-			return err
+				total, err := archive.Import(a.ctx, s, in, opts)
+				if bar != nil {
+					bar.Finish()
+				}
+				fmt.Fprintf(a.stderr, "imported %d schema versions, %d episodes, %d facts (already present: %d schema versions, %d episodes, %d facts)\n",
+					total.Schemas, total.Episodes, total.Facts, total.SchemasPresent, total.EpisodesPresent, total.FactsPresent)
+				return err
+			})
 		},
 	}
 	c.Flags().IntVar(&batch, "batch", 1000, "records per transaction")
