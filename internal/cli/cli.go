@@ -174,7 +174,7 @@ Exit status: 0 ok, 1 failure, 2 bad input (the message names the field).`,
 		a.exportCommand(), a.importCommand(),
 		a.checkCommand(),
 		a.forgetCommand(), a.expireCommand(), a.compactCommand(), a.receiptsCommand(),
-		a.benchCommand(), a.evalCommand(),
+		a.benchCommand(), a.evalCommand(), a.doctorCommand(),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

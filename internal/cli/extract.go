@@ -48,9 +48,28 @@ const modelHelp = `set SGAM_LLM_BASE_URL and SGAM_LLM_MODEL (or --llm-base-url a
 
 // get returns the configured model, or nil when none is configured.
 func (f *llmFlags) get() (llm.Model, error) {
-	cfg, ok, err := llm.FromEnv(os.Getenv)
+	cfg, ok, err := f.config()
+	if err != nil || !ok {
+		return nil, err
+	}
+	m, err := llm.New(cfg)
+	return m, llmError(err)
+}
+
+// llmError names the fields of llm.Config's errors as the CLI does.
+func llmError(err error) error {
+	for field, name := range llmFields {
+		err = sgam.RenameField(err, field, name)
+	}
+	return err
+}
+
+// config returns the model's configuration from the environment and the
+// flags; ok is false when neither configures one.
+func (f *llmFlags) config() (cfg llm.Config, ok bool, err error) {
+	cfg, ok, err = llm.FromEnv(os.Getenv)
 	if err != nil {
-		return nil, sgam.Errorf(sgam.Invalid, "SGAM_LLM", "%v", err)
+		return cfg, false, sgam.Errorf(sgam.Invalid, "SGAM_LLM", "%v", err)
 	}
 	if f.baseURL != "" {
 		cfg.BaseURL, ok = f.baseURL, true
@@ -60,16 +79,16 @@ func (f *llmFlags) get() (llm.Model, error) {
 	}
 	if f.mode != "" {
 		if cfg.Mode, err = llm.ParseMode(f.mode); err != nil {
-			return nil, sgam.Errorf(sgam.Invalid, "--llm-mode", "%v", err)
+			return cfg, false, sgam.Errorf(sgam.Invalid, "--llm-mode", "%v", err)
 		}
 	}
 	switch {
 	case f.timeout < 0 || f.timeout > llm.MaxTimeout:
-		return nil, sgam.Errorf(sgam.Invalid, "--llm-timeout", "must be between 1ms and %s, not %s", llm.MaxTimeout, f.timeout)
+		return cfg, false, sgam.Errorf(sgam.Invalid, "--llm-timeout", "must be between 1ms and %s, not %s", llm.MaxTimeout, f.timeout)
 	case f.attempts < 0 || f.attempts > llm.MaxAttemptsLimit:
-		return nil, sgam.Errorf(sgam.Invalid, "--llm-attempts", "must be between 1 and %d, not %d", llm.MaxAttemptsLimit, f.attempts)
+		return cfg, false, sgam.Errorf(sgam.Invalid, "--llm-attempts", "must be between 1 and %d, not %d", llm.MaxAttemptsLimit, f.attempts)
 	case f.maxTokens < 0 || f.maxTokens > llm.MaxMaxTokens:
-		return nil, sgam.Errorf(sgam.Invalid, "--llm-max-tokens", "must be between 1 and %d, not %d", llm.MaxMaxTokens, f.maxTokens)
+		return cfg, false, sgam.Errorf(sgam.Invalid, "--llm-max-tokens", "must be between 1 and %d, not %d", llm.MaxMaxTokens, f.maxTokens)
 	}
 	if f.timeout > 0 {
 		cfg.Timeout = f.timeout
@@ -80,14 +99,7 @@ func (f *llmFlags) get() (llm.Model, error) {
 	if f.maxTokens > 0 {
 		cfg.MaxTokens = f.maxTokens
 	}
-	if !ok {
-		return nil, nil
-	}
-	m, err := llm.New(cfg)
-	for field, name := range llmFields {
-		err = sgam.RenameField(err, field, name)
-	}
-	return m, err
+	return cfg, ok, nil
 }
 
 // need returns the configured model, or an error that says how to

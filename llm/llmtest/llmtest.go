@@ -6,7 +6,8 @@
 // Retry-After, slow answers, malformed JSON, <think> blocks.
 //
 // It serves /v1/embeddings too (embed.go), with deterministic vectors of
-// the words of each text, counted apart from the chat calls.
+// the words of each text, counted apart from the chat calls, and GET
+// /v1/models, the listing (Listed, ModelsStatus).
 package llmtest
 
 import (
@@ -151,6 +152,12 @@ type Server struct {
 	// ErrorMessage is the message of a scripted error status (default
 	// "scripted STATUS"): servers often quote the request in theirs.
 	ErrorMessage string
+	// Listed, when set, is what GET /v1/models lists (default Model, and
+	// EmbedModel when set); ModelsStatus, when set, answers that listing
+	// with this HTTP error status instead (503: a server still loading,
+	// 404: one without the listing).
+	Listed       []string
+	ModelsStatus int
 
 	t      testing.TB
 	srv    *httptest.Server
@@ -228,8 +235,14 @@ func (s *Server) refuse(w http.ResponseWriter, format string, args ...any) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		if s.authorized(w, r) {
+			s.serveModels(w)
+		}
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/embeddings" {
-		s.refuse(w, "%s %s: only POST /v1/chat/completions and /v1/embeddings are served", r.Method, r.URL.Path)
+		s.refuse(w, "%s %s: only POST /v1/chat/completions and /v1/embeddings, and GET /v1/models, are served", r.Method, r.URL.Path)
 		return
 	}
 	if !s.authorized(w, r) {
@@ -322,6 +335,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage":   usage,
 	})
+}
+
+// serveModels answers GET /v1/models as OpenAI does.
+func (s *Server) serveModels(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	s.mu.Lock()
+	status, listed := s.ModelsStatus, s.Listed
+	s.mu.Unlock()
+	if status != 0 {
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": fmt.Sprintf("scripted %d", status), "type": "server_error"}})
+		return
+	}
+	if listed == nil {
+		listed = []string{s.Model}
+		if s.EmbedModel != "" {
+			listed = append(listed, s.EmbedModel)
+		}
+	}
+	data := make([]any, len(listed))
+	for i, m := range listed {
+		data[i] = map[string]any{"id": m, "object": "model", "created": 0, "owned_by": "llmtest"}
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
 }
 
 // authorized checks the bearer token as a real server does, and answers
