@@ -150,9 +150,21 @@ func TestServeDevListensOnlyOnLoopback(t *testing.T) {
 	// address with --dev-allow-remote.
 	for _, args := range [][]string{{"--addr", "127.0.0.1:0"}, {"--addr", "[::1]:0"}, {"--addr", "localhost:0"},
 		{"--addr", "0.0.0.0:0", "--dev-allow-remote"}} {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		var out, errb strings.Builder
-		code := cli.Main(ctx, append([]string{"--db", db, "serve", "--dev", "--expire-every", "0"}, args...), strings.NewReader(""), &out, &errb)
+		// Serve until it says it serves (the store's migrations may take a
+		// while on a loaded machine), then stop it.
+		ctx, cancel := context.WithCancel(context.Background())
+		var out, errb syncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- cli.Main(ctx, append([]string{"--db", db, "serve", "--dev", "--expire-every", "0"}, args...), strings.NewReader(""), &out, &errb)
+		}()
+		var code int
+		select {
+		case code = <-done:
+		case <-waitFor(ctx, &errb, `"msg":"serving"`):
+			cancel()
+			code = <-done
+		}
 		cancel()
 		if strings.Contains(errb.String(), "cannot listen") && args[1] == "[::1]:0" {
 			continue // no IPv6 here
@@ -163,4 +175,20 @@ func TestServeDevListensOnlyOnLoopback(t *testing.T) {
 	}
 	r = sgamRun(t, "", "serve", "--help")
 	require.Contains(t, r.stdout, "--dev-allow-remote")
+}
+
+// waitFor returns a channel closed once w holds text, or after a minute
+// (the caller's checks then fail with what w holds); it stops looking when
+// ctx ends.
+func waitFor(ctx context.Context, w *syncBuffer, text string) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
+			if strings.Contains(w.String(), text) {
+				return
+			}
+		}
+	}()
+	return ch
 }
