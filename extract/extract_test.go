@@ -177,6 +177,10 @@ func TestDecodeRefusesBadAnswers(t *testing.T) {
 		_, err := extract.Decode(in, a)
 		require.EqualError(t, err, says, a)
 	}
+	// A small model in json_object mode answered llama-server with the
+	// schema of the prompt (seen in TestDoctorRealServer): said so.
+	_, err := extract.Decode(in, `{"type":"object","properties":{"updates":{"type":"array"}}}`)
+	require.ErrorContains(t, err, "the answer is the JSON Schema itself")
 }
 
 func TestRetractOfASetNamesTheMember(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/llm"
 	"github.com/sgam-dev/sgam/schema"
 )
 
@@ -43,6 +44,11 @@ func Decode(in Input, answer string) (Outcome, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return out, fmt.Errorf(`the answer is not a JSON object {"updates": [...]}`)
+	}
+	if llm.EchoesSchema(string(raw)) {
+		// Small local models answer the schema given in the prompt (json_object
+		// mode) rather than an object that fills it.
+		return out, fmt.Errorf(`the answer is the JSON Schema itself, not an object {"updates": [...]} that fills it (a small model in json_object mode often answers so; json_schema mode, where the server constrains the answer, does not)`)
 	}
 	for k := range top {
 		if k != "updates" {

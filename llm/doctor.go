@@ -279,6 +279,11 @@ func probeMode(ctx context.Context, cfg Config, m Mode) (Finding, *Response) {
 	if json.Unmarshal([]byte(resp.JSON), &answer) != nil || answer.Color == nil {
 		f.Verdict = fail
 		f.Detail = fmt.Sprintf("the answer is not a JSON object with the schema's field: %s", clip(resp.JSON, 120))
+		if EchoesSchema(resp.JSON) {
+			// Small local models often answer the schema given in the
+			// prompt rather than an object that fills it.
+			f.Detail = fmt.Sprintf("the model answered the JSON Schema itself, not an object that fills it: %s", clip(resp.JSON, 120))
+		}
 		f.Fix = modeFix(m, configured)
 		return f, &resp
 	}
@@ -307,6 +312,21 @@ func probeMode(ctx context.Context, cfg Config, m Mode) (Finding, *Response) {
 		f.Detail += " (not the configured mode: " + string(cfg.Mode) + ")"
 	}
 	return f, &resp
+}
+
+// EchoesSchema reports whether an answer is a JSON Schema rather than a
+// value: an object with "type" and "properties" (or "$schema") at its top,
+// what small models often answer in json_object mode, where the schema is
+// in the prompt.
+func EchoesSchema(answer string) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal([]byte(answer), &top) != nil {
+		return false
+	}
+	_, schema := top["$schema"]
+	_, typ := top["type"]
+	_, props := top["properties"]
+	return schema || typ && props
 }
 
 // modeFix says what to do when mode m fails.
