@@ -60,6 +60,10 @@ const (
 	MaxAround       = 8
 )
 
+// MaxFactsFrom bounds the rows FactReader.FactsFrom returns: an episode
+// may be the source of a whole import.
+const MaxFactsFrom = 1000
+
 // FactWriter writes facts under the tenant's schema.
 type FactWriter interface {
 	// Assert writes a value under the rules of DESIGN 2.1: a row at the same
@@ -116,6 +120,15 @@ type FactReader interface {
 	// of episodes (at most MaxSubjectsLookup) as believed at knownAt (zero:
 	// now), by subject: the subjects a session's recent turns were about.
 	SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt time.Time) ([]string, error)
+	// FactsFrom returns, in one read, the rows of subjects (at most
+	// MaxSubjectsLookup) that one of episodes (at most MaxSubjectsLookup)
+	// is a source of, by its own assertion or a corroborating link,
+	// recorded by knownAt (zero: now), retracted since or not; and, for
+	// each of them whose validity ended, the row of its key believed at
+	// knownAt that starts where it ended (the value, or the tombstone,
+	// that closed it). By fact id, at most MaxFactsFrom: what says which
+	// of an episode's statements are no longer current, and why.
+	FactsFrom(ctx context.Context, tenant string, episodes, subjects []string, knownAt time.Time) ([]Fact, error)
 	// Attributes returns the attributes a subject has rows of (of any
 	// time, retracted ones too), by name, at most MaxAttributesLookup: what
 	// a reader without a schema can ask of a subject.

@@ -201,6 +201,26 @@ func (s *db) SubjectsFrom(ctx context.Context, tenant string, episodes []string,
 	return out, err
 }
 
+// FactsFrom implements engine.Reader.
+func (s *db) FactsFrom(ctx context.Context, tenant string, episodes, subjects []string, knownAt int64, limit int) ([]sgam.Fact, error) {
+	k := sgam.FromMicros(knownAt)
+	return s.queryFacts(ctx, tenant, "facts from episodes", `WITH mine AS (
+			SELECT f.fact_id, f.subject, f.attribute, f.member, f.valid_to FROM facts f
+			 WHERE f.tenant_id = $1 AND f.source = ANY($2) AND f.subject = ANY($3) AND f.recorded_at <= $4
+			UNION
+			SELECT f.fact_id, f.subject, f.attribute, f.member, f.valid_to FROM evidence v
+			  JOIN facts f ON f.tenant_id = v.tenant_id AND f.fact_id = v.fact_id
+			 WHERE v.tenant_id = $1 AND v.episode_id = ANY($2) AND v.recorded_at <= $4 AND f.subject = ANY($3)),
+		ids AS (
+			SELECT fact_id FROM mine
+			UNION
+			SELECT n.fact_id FROM mine r JOIN facts n ON n.tenant_id = $1 AND n.subject = r.subject AND n.attribute = r.attribute
+			   AND n.member = r.member AND n.valid_from = r.valid_to
+			 WHERE n.recorded_at <= $4 AND (n.retracted_at IS NULL OR n.retracted_at > $4))
+		SELECT `+factColumns("$4")+` FROM facts f WHERE f.tenant_id = $1 AND f.fact_id IN (SELECT fact_id FROM ids)
+		ORDER BY f.fact_id LIMIT $5`, tenant, episodes, subjects, k, limit)
+}
+
 // State implements engine.Reader.
 func (s *db) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
 	v, k := s.instants(at)

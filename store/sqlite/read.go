@@ -266,6 +266,31 @@ func (s *db) SubjectsFrom(ctx context.Context, tenant string, episodes []string,
 	return out, err
 }
 
+// FactsFrom implements engine.Reader.
+func (s *db) FactsFrom(ctx context.Context, tenant string, episodes, subjects []string, knownAt int64, limit int) ([]sgam.Fact, error) {
+	eps, _ := json.Marshal(episodes)
+	subs, _ := json.Marshal(subjects)
+	// The sourced rows by the source and evidence indexes (json_each the
+	// outer loop, as SubjectsFrom), each closing row by the key index.
+	rows, err := s.rdb.QueryContext(ctx, `WITH src(id) AS (
+			SELECT f.fact_id FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_source
+			 WHERE f.tenant = ?1 AND f.source = e.value AND f.recorded_at <= ?4
+			UNION
+			SELECT v.fact_id FROM json_each(?2) e CROSS JOIN evidence v INDEXED BY evidence_episode
+			 WHERE v.tenant = ?1 AND v.episode_id = e.value AND v.recorded_at <= ?4),
+		mine(id) AS (
+			SELECT f.fact_id FROM src CROSS JOIN facts f WHERE f.fact_id = src.id AND f.subject IN (SELECT value FROM json_each(?3))),
+		closing(id) AS (
+			SELECT n.fact_id FROM mine CROSS JOIN facts r CROSS JOIN facts n INDEXED BY facts_key
+			 WHERE r.fact_id = mine.id AND r.valid_to IS NOT NULL
+			   AND n.tenant = ?1 AND n.subject = r.subject AND n.attribute = r.attribute AND n.member = r.member AND n.valid_from = r.valid_to
+			   AND n.recorded_at <= ?4 AND (n.retracted_at IS NULL OR n.retracted_at > ?4))
+		SELECT `+factColumns("?4")+` FROM facts f WHERE f.fact_id IN (SELECT id FROM mine UNION SELECT id FROM closing)
+		ORDER BY f.fact_id LIMIT ?5`, tenant, string(eps), string(subs), knownAt, limit)
+	out, err := collectFacts(rows, err)
+	return out, mapRead("facts from episodes", err)
+}
+
 // State implements engine.Reader.
 func (s *db) State(ctx context.Context, tenant, subject string, at sgam.At) ([]sgam.Fact, error) {
 	v, k := s.resolve(at)

@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("ExtractionHold", func(t *testing.T) { runExtractionHold(t, newStore) })
 	t.Run("TokenSums", func(t *testing.T) { runTokenSums(t, newStore) })
 	t.Run("Search", func(t *testing.T) { runSearch(t, newStore) })
+	t.Run("FactsFrom", func(t *testing.T) { runFactsFrom(t, newStore) })
 	t.Run("Forget", func(t *testing.T) { runForget(t, newStore) })
 	t.Run("Migrate", func(t *testing.T) { runMigrate(t, newStore) })
 	t.Run("APIKeys", func(t *testing.T) { runKeys(t, newStore) })

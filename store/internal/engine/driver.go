@@ -54,6 +54,10 @@ type Reader interface {
 	// SubjectsFrom returns the subjects of rows sourced from episodes and
 	// believed at knownAt, by subject.
 	SubjectsFrom(ctx context.Context, tenant string, episodes []string, knownAt int64) ([]string, error)
+	// FactsFrom returns the rows of subjects sourced from (or linked to)
+	// episodes and recorded by knownAt, and the believed rows that start
+	// where one of them ended, by fact id, at most limit (sgam.FactReader.FactsFrom).
+	FactsFrom(ctx context.Context, tenant string, episodes, subjects []string, knownAt int64, limit int) ([]sgam.Fact, error)
 	// Attributes returns the distinct attributes of a subject's rows, by
 	// name, at most limit.
 	Attributes(ctx context.Context, tenant, subject string, limit int) ([]string, error)

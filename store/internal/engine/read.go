@@ -205,6 +205,32 @@ func (s *Store) SubjectsFrom(ctx context.Context, tenant string, episodes []stri
 	return out, err
 }
 
+// FactsFrom implements sgam.FactReader.
+func (s *Store) FactsFrom(ctx context.Context, tenant string, episodes, subjects []string, knownAt time.Time) (out []sgam.Fact, err error) {
+	defer s.track("FactsFrom", s.start(), &err)
+	if err := sgam.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(episodes) > sgam.MaxSubjectsLookup:
+		return nil, sgam.Errorf(sgam.Invalid, "episodes", "has %d ids; at most %d", len(episodes), sgam.MaxSubjectsLookup)
+	case len(subjects) > sgam.MaxSubjectsLookup:
+		return nil, sgam.Errorf(sgam.Invalid, "subjects", "has %d ids; at most %d", len(subjects), sgam.MaxSubjectsLookup)
+	case len(episodes) == 0 || len(subjects) == 0:
+		return []sgam.Fact{}, nil
+	}
+	if knownAt.IsZero() {
+		knownAt = s.now()
+	} else if knownAt, err = sgam.CheckTime("known_at", knownAt); err != nil {
+		return nil, err
+	}
+	out, err = s.d.FactsFrom(ctx, tenant, episodes, subjects, sgam.Micros(knownAt), sgam.MaxFactsFrom)
+	if out == nil && err == nil {
+		out = []sgam.Fact{}
+	}
+	return out, err
+}
+
 // History implements sgam.FactReader.
 func (s *Store) History(ctx context.Context, key sgam.Key) (out []sgam.Fact, err error) {
 	defer s.track("History", s.start(), &err)
