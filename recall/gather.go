@@ -82,10 +82,16 @@ func (g *gather) read(now time.Time) (answer, error) {
 	if a.current, a.past, err = g.facts(g.out.Subjects, g.out.Attributes, found.Past); err != nil {
 		return a, err
 	}
+	if a.absent, err = g.absences(g.out.Subjects, g.out.Attributes, a.current); err != nil {
+		return a, err
+	}
 	if g.q.Hops != None {
 		if a.related, err = g.related(a.current, g.out.Subjects); err != nil {
 			return a, err
 		}
+	}
+	if err := g.markStale(&a, found.Past); err != nil {
+		return a, err
 	}
 	return a, g.quotes(&a)
 }
@@ -441,47 +447,60 @@ func (g *gather) relation(attribute string) (relation, error) {
 }
 
 // quotes reads the sources of the facts the budget can show (render
-// without quotes says which: a quote only lengthens a fact's line), each
-// episode's extraction records once, and the episode itself once when a
-// fact's quote must come from its content, and sets each fact's quote.
+// without quotes says which: a quote only lengthens a fact's line) and of
+// the rows that left an asked key without a value, each episode's
+// extraction records once, and the episode itself once when a fact's
+// quote must come from its content, and sets each fact's quote.
 func (g *gather) quotes(a *answer) error {
-	n := reach(g.out, *a)
 	records := map[string][]sgam.Extraction{}
+	quote := func(f *Fact) error {
+		if len(f.Sources) == 0 {
+			return nil
+		}
+		src := f.Sources[0]
+		recs, ok := records[src]
+		if !ok {
+			var err error
+			recs, err = g.r.store.Extractions(g.ctx, g.q.Tenant, src)
+			if err != nil && sgam.ErrorCode(err) != sgam.NotFound {
+				return err
+			}
+			records[src] = recs
+		}
+		if q, ok := recordedQuote(f.Fact, recs); ok {
+			f.Quote = q
+			return nil
+		}
+		ep, ok := g.episodes[src]
+		if !ok {
+			var err error
+			ep, err = g.r.store.Episode(g.ctx, g.q.Tenant, src)
+			switch {
+			case sgam.ErrorCode(err) == sgam.NotFound:
+				ep = sgam.Episode{} // forgotten: it quotes nothing
+			case err != nil:
+				return err
+			}
+			g.episodes[src] = ep
+		}
+		f.Quote = contentQuote(f.Fact, ep.Content)
+		return nil
+	}
+	n := reach(g.out, *a)
 	for _, list := range [][]Fact{a.current, a.past, a.related} {
 		for i := range list[:min(n, len(list))] {
-			f := &list[i]
-			if len(f.Sources) == 0 {
-				continue
+			if err := quote(&list[i]); err != nil {
+				return err
 			}
-			src := f.Sources[0]
-			recs, ok := records[src]
-			if !ok {
-				var err error
-				recs, err = g.r.store.Extractions(g.ctx, g.q.Tenant, src)
-				if err != nil && sgam.ErrorCode(err) != sgam.NotFound {
-					return err
-				}
-				records[src] = recs
-			}
-			if q, ok := recordedQuote(f.Fact, recs); ok {
-				f.Quote = q
-				continue
-			}
-			ep, ok := g.episodes[src]
-			if !ok {
-				var err error
-				ep, err = g.r.store.Episode(g.ctx, g.q.Tenant, src)
-				switch {
-				case sgam.ErrorCode(err) == sgam.NotFound:
-					ep = sgam.Episode{} // forgotten: it quotes nothing
-				case err != nil:
-					return err
-				}
-				g.episodes[src] = ep
-			}
-			f.Quote = contentQuote(f.Fact, ep.Content)
 		}
 		n -= min(n, len(list))
+	}
+	for _, ab := range a.absent {
+		if ab.end != nil {
+			if err := quote(ab.end); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package recall_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -90,6 +91,92 @@ func TestCurrentIsGet(t *testing.T) {
 			got, err := w.store.Get(w.ctx, k, at)
 			require.NoError(rt, err)
 			require.Equal(rt, got != nil, shown[k], "%s: Get has %v, recall shows %v", k, got != nil, shown[k])
+		}
+	})
+}
+
+// TestStaleEvidenceProperty: for random histories, an evidence episode is
+// marked superseded on a key exactly when it stated a value of the key,
+// believed at known_at, and none of its believed statements there holds
+// at as_of or starts after it (read from History, not FactsFrom); every
+// mark's row is the episode's and not current.
+func TestStaleEvidenceProperty(t *testing.T) {
+	w := newWorld(t)
+	start := ts(t, "2026-01-01T00:00:00Z")
+	n := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		n++
+		tenant := fmt.Sprintf("p%d", n)
+		clock := start
+		ops := rapid.IntRange(1, 20).Draw(rt, "ops")
+		var episodes []string
+		for i := range ops {
+			clock = clock.Add(time.Duration(rapid.IntRange(1, 48).Draw(rt, "tick")) * time.Hour)
+			w.clock.Set(clock)
+			k := sgam.Key{Tenant: tenant, Subject: "mira", Attribute: fmt.Sprintf("a%d", rapid.IntRange(0, 1).Draw(rt, "attribute"))}
+			validFrom := start.Add(time.Duration(rapid.IntRange(0, 60*24).Draw(rt, "valid")) * time.Hour)
+			ep := fmt.Sprintf("e%d", i)
+			// An episode may speak again of what an earlier one said.
+			if i > 0 && rapid.IntRange(0, 3).Draw(rt, "again") == 0 {
+				ep = episodes[rapid.IntRange(0, len(episodes)-1).Draw(rt, "which")]
+			} else {
+				_, err := w.store.AddEpisode(w.ctx, sgam.Episode{Tenant: tenant, ID: ep, Content: "mira news " + ep, OccurredAt: validFrom})
+				require.NoError(rt, err)
+				episodes = append(episodes, ep)
+			}
+			var err error
+			if rapid.IntRange(0, 3).Draw(rt, "retract") == 0 {
+				_, err = w.store.Retract(w.ctx, sgam.Retraction{Key: k, At: validFrom, Source: ep})
+			} else {
+				_, err = w.store.Assert(w.ctx, sgam.Assertion{Key: k, Value: []byte(fmt.Sprintf(`"v%d"`, rapid.IntRange(0, 3).Draw(rt, "value"))), ValidFrom: validFrom, Source: ep})
+			}
+			if sgam.ErrorCode(err) == sgam.Conflict {
+				continue
+			}
+			require.NoError(rt, err)
+		}
+		w.clock.Set(clock.Add(time.Hour))
+		q := recall.Query{Tenant: tenant, Question: "mira news", Subjects: []string{"mira"}, TokenBudget: recall.MaxBudget, EvidenceLimit: recall.MaxEvidence}
+		if rapid.Bool().Draw(rt, "as_of") {
+			q.AsOf = start.Add(time.Duration(rapid.IntRange(0, 60*24).Draw(rt, "as_of_h")) * time.Hour)
+		}
+		if rapid.Bool().Draw(rt, "known_at") {
+			q.KnownAt = clock.Add(-time.Duration(rapid.IntRange(0, ops*48).Draw(rt, "known_at_h")) * time.Hour)
+		}
+		c, err := w.r.Recall(w.ctx, q)
+		require.NoError(rt, err)
+		at := sgam.At{AsOf: c.AsOf, KnownAt: c.KnownAt}
+		believed := func(f sgam.Fact) bool {
+			return !f.RecordedAt.After(at.KnownAt) && (f.RetractedAt == nil || f.RetractedAt.After(at.KnownAt))
+		}
+		for _, e := range c.Evidence {
+			marked := map[string]recall.Superseded{}
+			for _, s := range e.Superseded {
+				require.Equal(rt, "mira", s.Subject)
+				marked[s.Attribute] = s
+			}
+			for a := range 2 {
+				attr := fmt.Sprintf("a%d", a)
+				rows, err := w.store.History(w.ctx, sgam.Key{Tenant: tenant, Subject: "mira", Attribute: attr})
+				require.NoError(rt, err)
+				stated, live := false, false
+				for _, f := range rows {
+					if f.Tombstone || !slices.Contains(f.Sources, e.EpisodeID) || f.RecordedAt.After(at.KnownAt) {
+						continue
+					}
+					stated = true
+					if believed(f) && (f.ValidFrom.After(at.AsOf) || f.ValidTo == nil || f.ValidTo.After(at.AsOf)) {
+						live = true
+					}
+				}
+				s, isMarked := marked[attr]
+				require.Equal(rt, stated && !live, isMarked, "%s on %s at %v: stated %v, live %v, marked %+v", e.EpisodeID, attr, at, stated, live, s)
+				if isMarked {
+					got, err := w.store.Get(w.ctx, sgam.Key{Tenant: tenant, Subject: "mira", Attribute: attr}, at)
+					require.NoError(rt, err)
+					require.False(rt, got != nil && got.ID == s.FactID, "a marked row is not current")
+				}
+			}
 		}
 	})
 }

@@ -135,6 +135,10 @@ type Evidence struct {
 	OccurredAt time.Time `json:"occurred_at"`
 	Score      float64   `json:"score"`
 	Snippet    string    `json:"snippet"`
+	// Superseded are its statements on the keys the answer is about that
+	// are no longer current at the read's instants, each with what ended
+	// it: an episode that says what is no longer so says so.
+	Superseded []Superseded `json:"superseded,omitempty"`
 }
 
 // Omitted counts what the budget left out.

@@ -133,7 +133,9 @@ func TestRetractedNotCurrent(t *testing.T) {
 
 	c := w.recall(recall.Query{Tenant: "acme", Question: "What drink does Bob prefer?"})
 	require.Empty(t, c.Facts, "a retracted preference is not current")
-	require.Contains(t, c.Rendered, "- none: no value of drink_preference of bob at those instants")
+	require.Contains(t, c.Rendered, `- none: no value of drink_preference of bob since 2026-06-10 (revoked by p2: "Bob: I don't drink tea any more.")`,
+		"the none line names what ended the value")
+	require.Contains(t, c.Rendered, `(superseded: bob.drink_preference "green tea" revoked 2026-06-10 by p2)`)
 	past := w.recall(recall.Query{Tenant: "acme", Question: "What drink did Bob previously prefer?"})
 	require.Equal(t, []string{`"green tea"@p1`}, values(past, recall.Past))
 	require.Empty(t, values(past, recall.Current))

@@ -40,6 +40,11 @@ const (
 type answer struct {
 	current, past, related []Fact
 	evidence               []sgam.EpisodeHit
+	// stale are the evidence episodes' statements that are no longer
+	// current, by episode id (markStale).
+	stale map[string][]Superseded
+	// absent are the asked keys without a value, with what ended it.
+	absent []absence
 }
 
 // render writes the context's facts, evidence and rendered block from a,
@@ -83,7 +88,11 @@ func lay(out *Context, a answer, shortest bool) error {
 			func() (string, string) { return factLine(f) },
 			keepFact(&out.Facts, &f), func() { out.Omitted.Facts++ }})
 	}
-	if len(a.current) == 0 && len(out.Subjects) > 0 {
+	for _, ab := range a.absent {
+		items = append(items, item{"Facts (the values at those instants):",
+			func() (string, string) { return noneLine(ab), "" }, func(bool) {}, func() {}})
+	}
+	if len(a.current) == 0 && len(a.absent) == 0 && len(out.Subjects) > 0 {
 		what := strings.Join(out.Subjects, ", ")
 		if len(out.Attributes) > 0 {
 			what = strings.Join(out.Attributes, ", ") + " of " + what
@@ -111,14 +120,22 @@ func lay(out *Context, a answer, shortest bool) error {
 	}
 	for _, h := range a.evidence {
 		ev := Evidence{EpisodeID: h.Episode.ID, Session: h.Episode.Session, OccurredAt: h.Episode.OccurredAt, Score: h.Score,
-			Snippet: words.Snippet(h.Episode.Content, terms, maxSnippetBytes)}
+			Snippet: words.Snippet(h.Episode.Content, terms, maxSnippetBytes), Superseded: a.stale[h.Episode.ID]}
 		items = append(items, item{"Evidence (episodes, best match first):",
 			func() (string, string) {
 				session := ""
 				if ev.Session != "" {
 					session = " | session " + ev.Session
 				}
-				return fmt.Sprintf("- %s | %s%s | %s", ev.EpisodeID, stamp(ev.OccurredAt), session, ev.Snippet), ""
+				line := fmt.Sprintf("- %s | %s%s | %s", ev.EpisodeID, stamp(ev.OccurredAt), session, ev.Snippet)
+				if len(ev.Superseded) > 0 {
+					said := make([]string, len(ev.Superseded))
+					for i, s := range ev.Superseded {
+						said[i] = supersededText(s)
+					}
+					line += " (superseded: " + strings.Join(said, "; ") + ")"
+				}
+				return line, ""
 			},
 			func(bool) { out.Evidence = append(out.Evidence, ev) }, func() { out.Omitted.Evidence++ }})
 	}
