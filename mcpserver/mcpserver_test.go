@@ -117,6 +117,14 @@ func TestPassportStory(t *testing.T) {
 	require.Equal(t, "2026-06-02T23:59:59.999999Z", asked["as_of"])
 	require.Equal(t, text, asked["rendered"])
 
+	// Asked now, the first quote is evidence no longer current, and says
+	// so, below the correction (issue 26).
+	res0, err = acme.CallTool(context.Background(), &mcp.CallToolParams{Name: "recall", Arguments: map[string]any{"question": "When is Mira's passport deadline?"}})
+	require.NoError(t, err)
+	text = res0.Content[0].(*mcp.TextContent).Text
+	require.Contains(t, text, `(superseded: mira.passport_deadline "2026-07-15" replaced 2026-06-03 by `+e2+`)`)
+	require.Less(t, strings.Index(text, "- "+e2+" |"), strings.Index(text, "- "+e1+" |"), text)
+
 	then, _ := call(t, acme, "recall", map[string]any{"subject": "mira", "as_of": "2026-06-02"})
 	require.Equal(t, "2026-06-02T00:00:00Z", then["as_of"])
 	fs = facts(t, then)

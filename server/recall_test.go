@@ -40,9 +40,25 @@ func testRecallRoute(t *testing.T, open opener) {
 	require.Equal(t, []any{"e2"}, f["sources"])
 	require.Contains(t, body["rendered"], `"2026-06-30"`)
 	require.LessOrEqual(t, body["tokens"], body["budget"])
+	// e1's deadline was replaced by e2's: e1 says so, below e2 (issue 26).
+	var ids []any
 	for _, ev := range body["evidence"].([]any) {
-		require.Contains(t, []any{"e1", "e2"}, ev.(map[string]any)["episode_id"])
+		ev := ev.(map[string]any)
+		ids = append(ids, ev["episode_id"])
+		if ev["episode_id"] != "e1" {
+			require.Nil(t, ev["superseded"], "%v", ev)
+			continue
+		}
+		sup := ev["superseded"].([]any)
+		require.Len(t, sup, 1)
+		s := sup[0].(map[string]any)
+		require.Equal(t, "replaced", s["how"])
+		require.Equal(t, "e2", s["by_episode"])
+		require.Equal(t, "2026-07-15", s["value"])
+		require.Equal(t, "2026-06-03T10:00:00Z", s["until"])
 	}
+	require.Equal(t, []any{"e2", "e1"}, ids)
+	require.Contains(t, body["rendered"], `(superseded: mira.passport_deadline "2026-07-15" replaced 2026-06-03 by e2)`)
 
 	st, body = e.do("POST", "/v1/recall", "acme-read", `{"question":"What was Mira's passport deadline on June 2, 2026?"}`)
 	require.Equal(t, 200, st, "%v", body)
