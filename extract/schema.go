@@ -9,6 +9,7 @@ package extract
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/sgam-dev/sgam/schema"
 )
@@ -53,7 +54,7 @@ func OutputSchema(sch *schema.Schema) json.RawMessage {
 		{"valid_from", map[string]any{"type": []string{"string", "null"}, "description": "when the value starts to hold, RFC 3339 or YYYY-MM-DD, resolved against the reference time; null: when the episode occurred"}},
 	}
 	var b bytes.Buffer
-	b.WriteString(`{"type":"object","additionalProperties":false,"required":["updates"],"properties":{"updates":{"type":"array","items":`)
+	fmt.Fprintf(&b, `{"type":"object","additionalProperties":false,"required":["updates"],"properties":{"updates":{"type":"array","maxItems":%d,"items":`, MaxUpdates)
 	b.WriteString(`{"type":"object","additionalProperties":false,"required":`)
 	req, _ := json.Marshal(fields)
 	b.Write(req)

@@ -14,9 +14,15 @@ import (
 	"github.com/sgam-dev/sgam/schema"
 )
 
-// MaxUpdates bounds the updates taken from one answer; the rest are
-// rejected, so that a runaway model cannot write without bound.
-const MaxUpdates = 256
+// MaxUpdates bounds the updates of one answer. The output schema says so
+// (maxItems), which a server that constrains output to the schema turns
+// into a grammar that must close the list by then: without it a small
+// model at temperature 0 was seen (llama.cpp, SmolLM2-135M) repeating
+// no_change updates until max_tokens cut it off, every time. Where the
+// server does not hold the answer to the schema, the updates past it are
+// rejected, so that a runaway model cannot write without bound. An
+// episode that states more is to be split.
+const MaxUpdates = 32
 
 // Outcome is what validation made of a model's answer.
 type Outcome struct {
