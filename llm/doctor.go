@@ -370,7 +370,34 @@ func diagnoseEmbed(ctx context.Context, cfg EmbedConfig) Finding {
 	if tokens == 0 {
 		f.Detail += "; the server reported no token usage"
 	}
+	// llama-server embeds whatever name a request gives: vectors are kept
+	// under the configured name, and a name that changes re-embeds every
+	// episode. Said when the server lists its models and not this one.
+	if ids, ok := embedModels(ctx, cfg); ok && !slices.Contains(ids, cfg.Model) {
+		f.Verdict = Warn
+		f.Detail += fmt.Sprintf("; the server lists %s, not %q: it answered under a name it does not have, and sgam keeps the vectors under that name (a later change of the name embeds every episode again)",
+			strings.Join(quoteAll(ids[:min(len(ids), 5)]), ", "), cfg.Model)
+		f.Fix = "set " + EnvEmbedModel + " to the name the server lists"
+	}
 	return f
+}
+
+// embedModels lists the embeddings server's models, ok false when it has
+// no listing.
+func embedModels(ctx context.Context, cfg EmbedConfig) (ids []string, ok bool) {
+	oa := newOpenAI(cfg.BaseURL, cfg.APIKey, maxResponseBytes)
+	r := retrier{maxAttempts: 1, timeout: cfg.Timeout, secret: cfg.APIKey}
+	err := r.once(ctx, func(actx context.Context) error {
+		page, err := oa.Models.List(actx)
+		if err != nil {
+			return err
+		}
+		for _, m := range page.Data {
+			ids = append(ids, m.ID)
+		}
+		return nil
+	})
+	return ids, err == nil && len(ids) > 0
 }
 
 func cosine(a, b []float32) float64 {

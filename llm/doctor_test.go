@@ -127,6 +127,15 @@ func TestDoctorEmbeddings(t *testing.T) {
 		require.Equal(t, llm.Fail, f[llm.CheckEmbeddings].Verdict)
 		require.Contains(t, f[llm.CheckEmbeddings].Detail, "the same vector")
 	})
+	t.Run("a name the server does not list", func(t *testing.T) {
+		fake.Listed = []string{"m", "emb"}
+		r, f := diagnose(t, nil, &llm.EmbedConfig{BaseURL: fake.URL, Model: "emb-typo"})
+		require.True(t, r.Usable(), "a warning: %+v", r)
+		require.Equal(t, llm.Warn, f[llm.CheckEmbeddings].Verdict)
+		require.Contains(t, f[llm.CheckEmbeddings].Detail, `not "emb-typo"`)
+		require.Contains(t, f[llm.CheckEmbeddings].Fix, "SGAM_EMBED_MODEL")
+		fake.Listed = nil
+	})
 	t.Run("unknown model", func(t *testing.T) {
 		fake.EmbedModel = "emb"
 		_, f := diagnose(t, nil, &llm.EmbedConfig{BaseURL: fake.URL, Model: "other"})
