@@ -2,7 +2,9 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -55,7 +57,10 @@ func (c *Client) Complete(ctx context.Context, r Request) (Response, error) {
 			resp.Usage = resp.Usage.Add(plausible(a.usage, promptBytes, len(a.raw), c.cfg.MaxTokens))
 			resp.Raw, resp.RawCut = a.raw, a.rawCut
 		} else {
-			resp.Usage = resp.Usage.Add(unanswered(promptBytes, actx.Err() != nil))
+			// Cut off while the server may have been working on it: by
+			// the attempt's deadline, or by the server dying mid-answer.
+			cutOff := actx.Err() != nil || errors.Is(a.err, io.EOF) || errors.Is(a.err, io.ErrUnexpectedEOF)
+			resp.Usage = resp.Usage.Add(unanswered(promptBytes, cutOff))
 		}
 		if a.err == nil {
 			resp.JSON = Clean(a.raw)

@@ -325,8 +325,8 @@ func EchoesSchema(answer string) bool {
 	}
 	_, schema := top["$schema"]
 	_, typ := top["type"]
-	_, props := top["properties"]
-	return schema || typ && props
+	var props map[string]json.RawMessage
+	return schema || typ && json.Unmarshal(top["properties"], &props) == nil && props != nil
 }
 
 // modeFix says what to do when mode m fails.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -110,6 +111,39 @@ func TestRetries(t *testing.T) {
 		require.ErrorAs(t, err, &e)
 		require.Equal(t, 2, e.Attempts)
 		require.Equal(t, 2, fake.CallCount())
+	})
+	t.Run("a server that dies mid-answer", func(t *testing.T) {
+		// The first attempt's connection is closed before any answer (as
+		// when llama-server is killed while it generates): retried, and
+		// the prompt's estimate counted for it, as for a timeout.
+		fake := llmtest.New(t, "m1", llmtest.ByEpisode(nil))
+		dying := true
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if dying {
+				dying = false
+				conn, _, err := w.(http.Hijacker).Hijack()
+				require.NoError(t, err)
+				conn.Close()
+				return
+			}
+			req, _ := http.NewRequestWithContext(r.Context(), r.Method, strings.TrimSuffix(fake.URL, "/v1")+r.URL.Path, r.Body)
+			req.Header = r.Header.Clone()
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+			w.WriteHeader(resp.StatusCode)
+			_, _ = io.Copy(w, resp.Body)
+		}))
+		t.Cleanup(proxy.Close)
+		c, err := llm.New(llm.Config{BaseURL: proxy.URL + "/v1", Model: "m1", MaxBackoff: time.Second})
+		require.NoError(t, err)
+		resp, err := c.Complete(context.Background(), request())
+		require.NoError(t, err)
+		require.Equal(t, 2, resp.Attempts)
+		require.Equal(t, 1, fake.CallCount())
+		require.True(t, resp.Usage.Estimated, "the dead attempt's prompt is estimated")
+		require.Greater(t, resp.Usage.PromptTokens, llm.EstimateTokens(len(request().System)+len(request().User)), "two prompts counted")
 	})
 	t.Run("a Retry-After beyond MaxBackoff fails at once", func(t *testing.T) {
 		fake := llmtest.New(t, "m1", llmtest.ByEpisode(nil))

@@ -172,6 +172,11 @@ func (r retrier) classify(err error) *Error {
 		e.Kind, e.Message = KindTimeout, "the connection timed out"
 	case errors.As(err, &oe):
 		e.Kind, e.Message = KindConnection, oe.Error()
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		// The server closed the connection before its answer: it died
+		// mid-answer (seen killing llama-server), and a restarted one
+		// answers the same request.
+		e.Kind, e.Message = KindConnection, "the connection closed before the answer: "+clip(err.Error(), 300)
 	default:
 		// The SDK wraps undecodable bodies and such; its text never holds
 		// the key (it is a header, not part of the URL).

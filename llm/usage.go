@@ -51,9 +51,10 @@ func plausible(reported Usage, promptBytes, answerBytes, maxTokens int) Usage {
 }
 
 // unanswered is what an attempt that got no answer counts: when it was
-// cut off while the server may have been working (its timeout, or the
-// caller's deadline), the prompt's estimated tokens; when the server
-// refused it (a status) or could not be reached, nothing.
+// cut off while the server may have been working (its timeout, the
+// caller's deadline, or the server dying mid-answer), the prompt's
+// estimated tokens; when the server refused it (a status) or could not be
+// reached, nothing.
 func unanswered(promptBytes int, cutOff bool) Usage {
 	if !cutOff {
 		return Usage{}

@@ -92,8 +92,10 @@ func Chat(t testing.TB, extra ...string) *Server {
 	// A context the extraction prompts fit in; one slot, so requests
 	// queue as on a small user's machine; one thread, since two servers
 	// of two test packages share two cores and llama.cpp's spinning
-	// threads slow each other down tenfold when they outnumber them.
-	args := []string{"-m", model, "--alias", ChatModel, "-c", "8192", "-np", "1", "-t", "1", "--seed", "1"}
+	// threads slow each other down tenfold when they outnumber them. A
+	// repeat penalty, as users of small models set: without it this one,
+	// at temperature 0, repeats its first update until max_tokens.
+	args := []string{"-m", model, "--alias", ChatModel, "-c", "8192", "-np", "1", "-t", "1", "--seed", "1", "--repeat-penalty", "1.3"}
 	return start(t, bin, ChatModel, append(args, extra...))
 }
 
