@@ -335,7 +335,7 @@ func lastEnd(rows []sgam.Fact, at sgam.At) *Fact {
 func noneLine(a absence) string {
 	what := a.attribute + " of " + a.subject
 	if a.end == nil {
-		return "- none: " + what + " has had no value (as believed at those instants)"
+		return "- none: no value of " + what + " has been recorded, as believed at those instants"
 	}
 	f := a.end
 	var line string

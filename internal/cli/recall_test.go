@@ -35,6 +35,8 @@ func TestRecallCommand(t *testing.T) {
 	require.Contains(t, r.stdout, `- mira passport_deadline = "2026-06-30"`)
 	require.Contains(t, r.stdout, "sources e2")
 	require.NotContains(t, r.stdout, `= "2026-07-15"`)
+	require.Contains(t, r.stdout, `Mira: my passport deadline is July 15. (superseded: mira.passport_deadline "2026-07-15" replaced 2026-06-03 by e2)`,
+		"the replaced quote says so")
 
 	r = as("acme", "--json", "recall", "When is Mira's passport deadline?", "--as-of", "2026-06-02T00:00:00Z")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -60,7 +62,8 @@ func TestRecallCommand(t *testing.T) {
 
 	r = as("acme", "recall", "When is Mira's passport deadline?", "--known-at", "2026-06-01T00:00:00Z")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "- none: no value", "the CLI's clock is the wall clock: at that known_at nothing was recorded yet")
+	require.Contains(t, r.stdout, "- none: no value of passport_deadline of mira has been recorded, as believed at those instants",
+		"the CLI's clock is the wall clock: at that known_at nothing was recorded yet")
 
 	r = as("globex", "--json", "recall", "When is Mira's passport deadline?", "--evidence-limit", "20")
 	require.Equal(t, 0, r.code, r.stderr)
