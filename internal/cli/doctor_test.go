@@ -21,6 +21,7 @@ func TestDoctor(t *testing.T) {
 		return llmtest.Reply{Content: `{"color":"teal"}`}
 	})
 	fake.APIKey = "sk-doctor-never-printed"
+	fake.EmbedModel = "emb"
 	t.Setenv("SGAM_LLM_BASE_URL", fake.URL)
 	t.Setenv("SGAM_LLM_MODEL", fake.Model)
 	t.Setenv("SGAM_LLM_API_KEY", fake.APIKey)
