@@ -137,7 +137,7 @@ func (g *gather) pool() (pool, error) {
 			return pool{}, err
 		}
 		if len(near) > 0 {
-			p.hits, p.fused = fuse(hits, near, depth, g.w), true
+			p.hits = fuse(hits, near, depth, g.w)
 			g.out.Search = "lexical+vector (" + g.r.embed.Model() + ")"
 		}
 	}

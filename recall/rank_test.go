@@ -73,11 +73,12 @@ func TestRankEvidence(t *testing.T) {
 			p:     pool{hits: []sgam.EpisodeHit{hitOf(ep("rare", "", "lake lake lake"), 2), hitOf(ep("most", "", "we painted the lake at sunrise"), 1)}},
 			terms: []string{"painting", "lake", "sunrise"}, limit: 5, w: only(func(w *weights) { w.coverage = 1.3 }),
 			want: []want{{"most", 0.5 + 1.3}, {"rare", 1 + 1.3/3}}},
-		{name: "fused scores are spread over [0, 1]",
-			p: pool{fused: true, hits: []sgam.EpisodeHit{hitOf(ep("b", "", "b"), 1.0/61+1.0/62), hitOf(ep("a", "", "a"), 1.0/61),
-				hitOf(ep("c", "", "c"), 1.0/62)}},
+		{name: "fused scores, relative to the best",
+			p: pool{hits: fuse([]sgam.EpisodeHit{hitOf(ep("a", "", "a"), 4), hitOf(ep("b", "", "b"), 2)},
+				[]sgam.EpisodeHit{hitOf(ep("b", "", "b"), 0.9), hitOf(ep("c", "", "c"), 0.5)}, 10, defaultWeights)},
 			limit: 5, w: only(nil),
-			want: []want{{"b", 1}, {"a", (1.0/61 - 1.0/62) / (1.0 / 61)}, {"c", 0}}},
+			// a 1, b 0.5 + 0.5 × 1, c 0.5 × 0: equal a and b by id.
+			want: []want{{"a", 1}, {"b", 1}, {"c", 0}}},
 		{name: "the default weights: the answer after the question outranks a hit of another session",
 			p: pool{hits: []sgam.EpisodeHit{hitOf(question, 2), hitOf(aside, 1)},
 				windows: map[string]sgam.Window{"q": {After: []sgam.Episode{answer}}}},
@@ -99,18 +100,41 @@ func TestRankEvidence(t *testing.T) {
 }
 
 func TestFuse(t *testing.T) {
-	a, b, c := ep("a", "", "a"), ep("b", "", "b"), ep("c", "", "c")
-	lexical := []sgam.EpisodeHit{hitOf(a, 9), hitOf(b, 3)}
-	near := []sgam.EpisodeHit{hitOf(b, 0.9), hitOf(c, 0.8)}
-	got := fuse(lexical, near, 10, defaultWeights)
-	ids := []string{}
-	for _, h := range got {
-		ids = append(ids, h.Episode.ID)
+	a, b, c, d := ep("a", "", "a"), ep("b", "", "b"), ep("c", "", "c"), ep("d", "", "d")
+	ids := func(hits []sgam.EpisodeHit) []string {
+		out := []string{}
+		for _, h := range hits {
+			out = append(out, h.Episode.ID)
+		}
+		return out
 	}
-	require.Equal(t, []string{"b", "a", "c"}, ids, "in both lists first; then equal ranks by id")
-	require.InDelta(t, 1.0/62+1.0/61, got[0].Score, 1e-12)
-	require.InDelta(t, 1.0/61, got[1].Score, 1e-12)
-	require.Len(t, fuse(lexical, near, 2, defaultWeights), 2)
+	w := defaultWeights
+	w.vector = 0.5
+	lexical := []sgam.EpisodeHit{hitOf(a, 8), hitOf(b, 6), hitOf(c, 2)}
+	near := []sgam.EpisodeHit{hitOf(c, 0.9), hitOf(d, 0.7), hitOf(b, 0.5)}
+	got := fuse(lexical, near, 10, w)
+	// a 1; b 0.75 + 0; c 0.25 + 0.5; d 0 + 0.5 × 0.5.
+	require.Equal(t, []string{"a", "b", "c", "d"}, ids(got))
+	for i, want := range []float64{1, 0.75, 0.75, 0.25} {
+		require.InDelta(t, want, got[i].Score, 1e-12, got[i].Episode.ID)
+	}
+	require.Equal(t, []string{"a", "b"}, ids(fuse(lexical, near, 2, w)), "at most depth")
+
+	// The lexical order is kept but where the vectors' weight can change
+	// it: a lexical score well ahead stays ahead whatever the vectors say.
+	require.Equal(t, []string{"a", "b", "c"}, ids(fuse(lexical, nil, 10, w)))
+	lexical = []sgam.EpisodeHit{hitOf(a, 8), hitOf(b, 6), hitOf(c, 3)}
+	far := []sgam.EpisodeHit{hitOf(c, 0.9), hitOf(b, 0.1)}
+	require.Equal(t, []string{"a", "c", "b"}, ids(fuse(lexical, far, 10, w)), "c: 0.375 + 0.5 over b: 0.75 + 0; a, 1, ahead")
+
+	// No lexical hit (a question of stop words): the vectors' order; one
+	// nearest episode, or several equally near, count fully.
+	require.Equal(t, []string{"c", "d", "b"}, ids(fuse(nil, near, 10, w)))
+	one := fuse(nil, []sgam.EpisodeHit{hitOf(d, 0.3)}, 10, w)
+	require.Equal(t, []string{"d"}, ids(one))
+	require.InDelta(t, 0.5, one[0].Score, 1e-12)
+	// Scores that are not positive keep their order.
+	require.Equal(t, []string{"a", "b"}, ids(fuse([]sgam.EpisodeHit{hitOf(a, 0), hitOf(b, -1)}, nil, 10, w)))
 }
 
 func TestSearchDepth(t *testing.T) {

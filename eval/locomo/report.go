@@ -185,3 +185,32 @@ func cell(m map[int]float64, k int) string {
 	}
 	return strconv.FormatFloat(v, 'f', 3, 64)
 }
+
+// WriteComparison prints two runs of the same questions side by side
+// (lexical against fused, say): for all conversations and each half, a
+// row per run with the figures of categories 1-4 together.
+func WriteComparison(w io.Writer, a, b *Results) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "conversations\tsearch\tn\tturn R@5\tR@10\tR@25\tsession R@1\tR@3\tmean ms\tp50 ms\t")
+	for _, part := range []struct {
+		name string
+		get  func(*Results) *Report
+	}{{"all", func(r *Results) *Report { return r.All }}, {"1-5 (tuned on)", func(r *Results) *Report { return r.Tuned }},
+		{"6-10 (unseen)", func(r *Results) *Report { return r.Unseen }}} {
+		for i, r := range []*Results{a, b} {
+			name := part.name
+			if i > 0 {
+				name = ""
+			}
+			s := part.get(r).Summary(All)
+			mean, p50 := "-", "-"
+			if s.N > 0 {
+				mean, p50 = strconv.FormatFloat(s.MeanMS, 'f', 1, 64), strconv.FormatFloat(s.P50MS, 'f', 1, 64)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, r.Search, s.N,
+				cell(s.TurnRecall, 5), cell(s.TurnRecall, 10), cell(s.TurnRecall, 25),
+				cell(s.SessionRecall, 1), cell(s.SessionRecall, 3), mean, p50)
+		}
+	}
+	return tw.Flush()
+}

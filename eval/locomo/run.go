@@ -48,6 +48,11 @@ type Results struct {
 	Episodes  int    `json:"episodes"`
 	Questions int    `json:"questions"`
 	Search    string `json:"search"`
+	// Embedding is what embedding the episodes cost, when they were.
+	Embedding *EmbedCost `json:"embedding,omitempty"`
+	// Lexical is the same questions asked by words alone, beside fused
+	// figures, when both were asked for (sgam eval locomo --compare).
+	Lexical *Results `json:"lexical,omitempty"`
 }
 
 // TenantOf is the tenant a conversation is captured under: one per
@@ -84,33 +89,47 @@ func Capture(ctx context.Context, s Store, convs []Conversation) (int, error) {
 	return n, nil
 }
 
+// EmbedCost is what embedding the captured episodes cost: the episodes
+// and texts' tokens (as the embedding server counted them) and the time
+// of the whole load, storing the vectors included.
+type EmbedCost struct {
+	Model    string `json:"model"`
+	Episodes int    `json:"episodes"`
+	Tokens   int    `json:"tokens"`
+	TimeMS   int64  `json:"time_ms"`
+}
+
 // Embed embeds every captured episode with e, as the queue's embedding
-// job does in a server, telling progress the episodes done.
-func Embed(ctx context.Context, s sgam.Embeddings, e llm.Embedder, total int, progress func(done, total int)) error {
-	done := 0
+// job does in a server, telling progress the episodes done, and returns
+// what it cost.
+func Embed(ctx context.Context, s sgam.Embeddings, e llm.Embedder, total int, progress func(done, total int)) (cost EmbedCost, err error) {
+	cost.Model = e.Model()
+	start := time.Now()
+	defer func() { cost.TimeMS = time.Since(start).Milliseconds() }()
 	for {
 		eps, err := s.EpisodesToEmbed(ctx, e.Model(), 256)
 		if err != nil || len(eps) == 0 {
-			return err
+			return cost, err
 		}
 		texts := make([]string, len(eps))
 		for i, ep := range eps {
 			texts[i] = ep.Content
 		}
-		vecs, _, err := e.Embed(ctx, texts)
+		vecs, tokens, err := e.Embed(ctx, texts)
+		cost.Tokens += tokens
 		if err != nil {
-			return fmt.Errorf("locomo: embed: %w", err)
+			return cost, fmt.Errorf("locomo: embed: %w", err)
 		}
 		vs := make([]sgam.EpisodeVector, len(eps))
 		for i, ep := range eps {
 			vs[i] = sgam.EpisodeVector{Tenant: ep.Tenant, EpisodeID: ep.ID, Vector: vecs[i], RecordedAt: ep.RecordedAt}
 		}
 		if _, err := s.PutEmbeddings(ctx, e.Model(), vs); err != nil {
-			return err
+			return cost, err
 		}
-		done += len(eps)
+		cost.Episodes += len(eps)
 		if progress != nil {
-			progress(min(done, total), total)
+			progress(min(cost.Episodes, total), total)
 		}
 	}
 }

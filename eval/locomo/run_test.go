@@ -1,13 +1,17 @@
 package locomo_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam/eval/locomo"
+	"github.com/sgam-dev/sgam/llm"
+	"github.com/sgam-dev/sgam/llm/llmtest"
 	"github.com/sgam-dev/sgam/store/sqlite"
 )
 
@@ -51,4 +55,48 @@ func TestRunLocomo(t *testing.T) {
 	require.Equal(t, questions, res.Questions)
 	require.NoError(t, res.All.Write(os.Stdout))
 	require.Greater(t, res.All.TurnRecall(locomo.All, 10), 0.6)
+}
+
+// TestEmbedAndCompare embeds the episodes of a small data set with a
+// fake endpoint, says what that cost, and compares lexical with fused
+// retrieval on the same questions.
+func TestEmbedAndCompare(t *testing.T) {
+	convs, err := locomo.Load(miniPath)
+	require.NoError(t, err)
+	s := miniStore(t, convs)
+	fake := llmtest.New(t, "chat", nil)
+	emb, err := llm.NewEmbedder(llm.EmbedConfig{BaseURL: fake.URL, Model: "fake-embed", MaxRetries: -1})
+	require.NoError(t, err)
+	var progress []int
+	cost, err := locomo.Embed(t.Context(), s, emb, 12, func(done, total int) {
+		require.Equal(t, 12, total)
+		progress = append(progress, done)
+	})
+	require.NoError(t, err)
+	require.Equal(t, []int{12}, progress)
+	require.Equal(t, "fake-embed", cost.Model)
+	require.Equal(t, 12, cost.Episodes)
+	require.Equal(t, 12, fake.EmbedInputCount())
+	require.Positive(t, cost.Tokens, "the server's count")
+	require.GreaterOrEqual(t, cost.TimeMS, int64(0))
+	again, err := locomo.Embed(t.Context(), s, emb, 12, nil)
+	require.NoError(t, err)
+	require.Zero(t, again.Episodes, "every episode has its vector already")
+
+	lexical, err := locomo.Run(t.Context(), s, convs, locomo.RunOptions{})
+	require.NoError(t, err)
+	lexical.Search = "lexical"
+	fused, err := locomo.Run(t.Context(), s, convs, locomo.RunOptions{Embedder: emb, Vectors: s})
+	require.NoError(t, err)
+	fused.Search = "lexical+vector (fake-embed)"
+	require.Equal(t, 8, fused.Questions)
+	var buf bytes.Buffer
+	require.NoError(t, locomo.WriteComparison(&buf, lexical, fused))
+	t.Log("\n" + buf.String())
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 7)
+	require.Regexp(t, `^\s+all\s+lexical\s+8\s`, lines[1])
+	require.Regexp(t, `^\s+lexical\+vector \(fake-embed\)\s+8\s`, lines[2])
+	require.Regexp(t, `1-5 \(tuned on\)\s+lexical\s+8\s`, lines[3])
+	require.Regexp(t, `6-10 \(unseen\)\s+lexical\s+0(\s+-){7}$`, lines[5])
 }

@@ -26,9 +26,11 @@ func (a *app) evalCommand() *cobra.Command {
 
 func (a *app) evalLocomoCommand() *cobra.Command {
 	var into string
+	var compare bool
+	var af answerFlags
 	c := &cobra.Command{
 		Use:   "locomo FILE",
-		Short: "Score recall's evidence on the LoCoMo benchmark (turn and session recall@k by category), no model, no network",
+		Short: "Score recall on the LoCoMo benchmark: its evidence's turn and session recall@k by category, or, with --answer-model, answers a judge grades",
 		Long: `Score recall's evidence on LoCoMo (locomo10.json: 10 long conversations, 1,986
 questions with their evidence turns).
 
@@ -49,14 +51,42 @@ after, or into --into (a new file path or an empty postgres:// database).
 
 With SGAM_EMBED_BASE_URL and SGAM_EMBED_MODEL set (any OpenAI-compatible
 /v1/embeddings; the key in SGAM_EMBED_API_KEY), every episode is embedded
-first and the figures are those of lexical and vector search fused.`,
+first (the report says how long that took and the tokens the server
+counted) and the figures are those of lexical and vector search fused;
+--compare asks every question by words alone too, and prints both side
+by side.
+
+--answer-model M asks the questions end to end instead, as the memory
+layers sgam is compared with report LoCoMo: recall's rendered context
+(within --budget tokens) and the question go to the model M on the
+configured endpoint (SGAM_LLM_BASE_URL, and SGAM_LLM_API_KEY if it needs a
+key), which answers in a few words; the judge model (--judge-model,
+default M) says whether the answer matches the gold one (CORRECT or
+WRONG; docs/eval.md has the prompts); the report gives the fraction
+judged correct (J) by category, the context's tokens and the models'
+per question, and the time. Categories 1-4 by default (--categories);
+--conversations and --questions keep a run short.`,
 		Example: `  sgam eval locomo ../shared/data/locomo/locomo10.json
-  sgam --json eval locomo locomo10.json > locomo.json`,
+  sgam --json eval locomo locomo10.json > locomo.json
+  SGAM_EMBED_BASE_URL=http://127.0.0.1:8080/v1 SGAM_EMBED_MODEL=all-minilm-l6-v2 sgam eval locomo locomo10.json --compare
+  SGAM_LLM_BASE_URL=https://api.openai.com/v1 SGAM_LLM_API_KEY_FILE=~/.openai sgam eval locomo locomo10.json --answer-model gpt-4o-mini
+  SGAM_LLM_BASE_URL=http://127.0.0.1:8080/v1 sgam eval locomo locomo10.json --answer-model smollm2 --conversations 1 --questions 5`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			convs, err := locomo.Load(args[0])
 			if err != nil {
 				return sgam.Errorf(sgam.Invalid, "FILE", "%v", err)
+			}
+			cfg, embed, err := llm.EmbedConfigFromEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			if compare && !embed {
+				return sgam.Errorf(sgam.Invalid, "--compare", "compares lexical with fused search: set %s and %s", llm.EnvEmbedBaseURL, llm.EnvEmbedModel)
+			}
+			var answer *answerRun
+			if answer, err = af.check(cmd, compare); err != nil {
+				return err
 			}
 			dsn := into
 			if dsn == "" {
@@ -77,6 +107,9 @@ first and the figures are those of lexical and vector search fused.`,
 			}
 			defer s.Close()
 			p := &phases{a: a, prefix: "eval locomo"}
+			if answer != nil {
+				return a.evalLocomoAnswer(s, convs, answer, cfg, embed, p)
+			}
 			start := time.Now()
 			n, err := locomo.Capture(a.ctx, s, convs)
 			if err != nil {
@@ -84,19 +117,25 @@ first and the figures are those of lexical and vector search fused.`,
 			}
 			captured := time.Since(start)
 			opts := locomo.RunOptions{Progress: func(done, total int) { p.update("questions", done, total) }}
-			search := "lexical"
-			cfg, ok, err := llm.EmbedConfigFromEnv(os.Getenv)
-			if err != nil {
-				return err
+			var lexical *locomo.Results
+			if compare {
+				if lexical, err = locomo.Run(a.ctx, s, convs, opts); err != nil {
+					return err
+				}
+				lexical.Episodes, lexical.Search = n, "lexical"
 			}
-			if ok {
+			search := "lexical"
+			var cost *locomo.EmbedCost
+			if embed {
 				emb, err := llm.NewEmbedder(cfg)
 				if err != nil {
 					return err
 				}
-				if err := locomo.Embed(a.ctx, s, emb, n, func(done, total int) { p.update("embedding episodes", done, total) }); err != nil {
+				c, err := locomo.Embed(a.ctx, s, emb, n, func(done, total int) { p.update("embedding episodes", done, total) })
+				if err != nil {
 					return err
 				}
+				cost = &c
 				opts.Embedder, opts.Vectors, search = emb, s, "lexical+vector ("+emb.Model()+")"
 			}
 			res, err := locomo.Run(a.ctx, s, convs, opts)
@@ -104,10 +143,15 @@ first and the figures are those of lexical and vector search fused.`,
 			if err != nil {
 				return err
 			}
-			res.Episodes, res.Search = n, search
+			res.Episodes, res.Search, res.Embedding, res.Lexical = n, search, cost, lexical
 			return a.show(res, func(w io.Writer) error {
-				fmt.Fprintf(w, "LoCoMo: %d conversations, %d episodes captured in %s, %d questions (categories 1-4); evidence %s\n\n",
+				fmt.Fprintf(w, "LoCoMo: %d conversations, %d episodes captured in %s, %d questions (categories 1-4); evidence %s\n",
 					len(convs), n, captured.Round(time.Millisecond), res.Questions, search)
+				if cost != nil {
+					fmt.Fprintf(w, "embedding: %d episodes, %d tokens (the server's count), in %s (%.1f ms an episode)\n",
+						cost.Episodes, cost.Tokens, (time.Duration(cost.TimeMS) * time.Millisecond).String(), float64(cost.TimeMS)/float64(max(1, cost.Episodes)))
+				}
+				fmt.Fprintln(w)
 				for _, part := range []struct {
 					title string
 					r     *locomo.Report
@@ -118,10 +162,16 @@ first and the figures are those of lexical and vector search fused.`,
 					}
 					fmt.Fprintln(w)
 				}
+				if lexical != nil {
+					fmt.Fprintln(w, "lexical against "+search+", categories 1-4:")
+					return locomo.WriteComparison(w, lexical, res)
+				}
 				return nil
 			})
 		},
 	}
 	c.Flags().StringVar(&into, "into", "", "capture into this new SQLite file or empty postgres:// database (default a temporary file)")
+	c.Flags().BoolVar(&compare, "compare", false, "with an embedding endpoint: ask every question by words alone too, and print both side by side")
+	af.add(c)
 	return c
 }
