@@ -1,6 +1,7 @@
 package sgam
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -133,6 +134,20 @@ type ErrorDetail struct {
 	Pointer string `json:"pointer,omitempty"` // inside a value that broke a schema rule (Error.Pointer)
 	Rule    string `json:"rule,omitempty"`    // the schema rule it broke (Error.Rule)
 	Message string `json:"message"`
+}
+
+// MarshalJSON writes pointer whenever rule is set: "" then means the whole
+// value broke the rule, which omitempty would drop, leaving a client unable
+// to tell it from no schema error at all.
+func (d ErrorDetail) MarshalJSON() ([]byte, error) {
+	type plain ErrorDetail
+	if d.Rule == "" {
+		return json.Marshal(plain(d))
+	}
+	return json.Marshal(struct {
+		plain
+		Pointer string `json:"pointer"`
+	}{plain(d), d.Pointer})
 }
 
 // Detail is err's ErrorDetail: its code, and the field, pointer, rule and

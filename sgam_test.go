@@ -405,3 +405,17 @@ func FuzzDecodeStrict(f *testing.F) {
 		}
 	})
 }
+
+// TestErrorDetailPointer: a schema error's pointer is written even when
+// it is "" (the whole value); without a rule there is no pointer.
+func TestErrorDetailPointer(t *testing.T) {
+	b, err := json.Marshal(sgam.ErrorDetail{Code: sgam.Invalid, Field: "value", Rule: "type", Message: "m"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"code":"invalid","field":"value","pointer":"","rule":"type","message":"m"}`, string(b))
+	b, err = json.Marshal(sgam.ErrorDetail{Code: sgam.NotFound, Message: "m"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"code":"not_found","message":"m"}`, string(b))
+	var back sgam.ErrorDetail
+	require.NoError(t, json.Unmarshal([]byte(`{"code":"invalid","pointer":"/a","rule":"minimum","message":"m"}`), &back))
+	require.Equal(t, "/a", back.Pointer)
+}
