@@ -18,7 +18,20 @@ func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 
 // healthz answers GET /healthz: the server is up.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ caller) (any, error) {
-	return map[string]bool{"ok": true}, nil
+	return Health{OK: true, Version: s.version()}, nil
+}
+
+// Health is the answer of GET /healthz.
+type Health struct {
+	OK      bool   `json:"ok"`
+	Version string `json:"version"`
+}
+
+func (s *Server) version() string {
+	if s.cfg.Version == "" {
+		return "(devel)"
+	}
+	return s.cfg.Version
 }
 
 // readyz answers GET /readyz: the server is up and its store reachable.

@@ -22,7 +22,7 @@ func (s *Server) mcp() http.Handler {
 		if !ok {
 			return mcpserver.Config{}, sgam.Errorf(sgam.Unauthenticated, "authorization", "no caller")
 		}
-		return mcpserver.Config{Store: s.cfg.Store, Tenant: c.tenant, Role: c.role, Clock: s.cfg.Clock, Logger: s.cfg.Logger, Recaller: s.cfg.Recaller}, nil
+		return mcpserver.Config{Store: s.cfg.Store, Tenant: c.tenant, Role: c.role, Clock: s.cfg.Clock, Logger: s.cfg.Logger, Recaller: s.cfg.Recaller, Version: s.version()}, nil
 	}, s.cfg.MaxBodyBytes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.admit(w, r, sgam.RoleRead)

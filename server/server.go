@@ -25,6 +25,10 @@ import (
 // Config configures a Server.
 type Config struct {
 	Store sgam.Store
+	// Version is the build's version, as /healthz and the MCP server's
+	// initialize answer say it (default "(devel)"): what a client checks
+	// its compatibility against.
+	Version string
 	// Extractor extracts episodes posted with "extract": "now" (the
 	// immediate path of package ingest, ended by Close); nil (or one
 	// without a model) makes "none" the default.

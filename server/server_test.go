@@ -258,8 +258,9 @@ func testAuth(t *testing.T, open opener) {
 			require.Equal(t, c.code, code)
 		})
 	}
-	st, _ := e.do("GET", "/healthz", "", "")
+	st, health := e.do("GET", "/healthz", "", "")
 	require.Equal(t, 200, st)
+	require.Equal(t, map[string]any{"ok": true, "version": "(devel)"}, health, "the version a client checks against")
 	st, _ = e.do("GET", "/readyz", "", "")
 	require.Equal(t, 200, st)
 	// The scheme is case-insensitive (RFC 9110).

@@ -101,7 +101,7 @@ capture works and nothing is extracted.`,
 			if err != nil {
 				return err
 			}
-			h, err := server.New(server.Config{Store: s, Extractor: extract.New(s, model), Recaller: rc, Dev: dev, DevTenant: a.tenant,
+			h, err := server.New(server.Config{Store: s, Version: version(), Extractor: extract.New(s, model), Recaller: rc, Dev: dev, DevTenant: a.tenant,
 				MaxBodyBytes: maxBody, RateLimit: rateLimit, ExpireEvery: expireEvery, Logger: log, Metrics: metrics})
 			if err != nil {
 				return err

@@ -57,7 +57,7 @@ def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def health() -> Op:
-    return Op("GET", "/healthz", parse=m.Ok.model_validate, idempotent=True)
+    return Op("GET", "/healthz", parse=m.Health.model_validate, idempotent=True)
 
 
 def ready() -> Op:

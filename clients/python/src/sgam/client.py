@@ -123,7 +123,7 @@ class Client(Base):
 
     # Health and the document.
 
-    def health(self) -> m.Ok:
+    def health(self) -> m.Health:
         """``GET /healthz``: the server is up."""
         return self.call(ops.health())
 
@@ -382,7 +382,7 @@ class AsyncClient(Base):
             await self._sleep(wait)
             retries += 1
 
-    async def health(self) -> m.Ok:
+    async def health(self) -> m.Health:
         """``GET /healthz``: the server is up."""
         return await self.call(ops.health())
 

@@ -38,6 +38,7 @@ __all__ = [
     "SchemaVersion",
     "Hop",
     "Ok",
+    "Health",
     "AssertRequest",
     "RetractRequest",
     "EpisodeRequest",
@@ -212,6 +213,13 @@ class Hop(Answer):
 
 class Ok(Answer):
     ok: bool = False
+
+
+class Health(Answer):
+    """The answer of ``GET /healthz``: the server is up, and its build version."""
+
+    ok: bool = False
+    version: str | None = None
 
 
 class AssertRequest(Request):
