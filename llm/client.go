@@ -2,9 +2,7 @@ package llm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -59,7 +57,7 @@ func (c *Client) Complete(ctx context.Context, r Request) (Response, error) {
 		} else {
 			// Cut off while the server may have been working on it: by
 			// the attempt's deadline, or by the server dying mid-answer.
-			cutOff := actx.Err() != nil || errors.Is(a.err, io.EOF) || errors.Is(a.err, io.ErrUnexpectedEOF)
+			cutOff := actx.Err() != nil || diedMidAnswer(a.err)
 			resp.Usage = resp.Usage.Add(unanswered(promptBytes, cutOff))
 		}
 		if a.err == nil {

@@ -120,7 +120,9 @@ func TestRetries(t *testing.T) {
 		dying := true
 		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if dying {
+				// The prompt was taken in, then the server died.
 				dying = false
+				_, _ = io.Copy(io.Discard, r.Body)
 				conn, _, err := w.(http.Hijacker).Hijack()
 				require.NoError(t, err)
 				conn.Close()
@@ -142,7 +144,7 @@ func TestRetries(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 2, resp.Attempts)
 		require.Equal(t, 1, fake.CallCount())
-		require.True(t, resp.Usage.Estimated, "the dead attempt's prompt is estimated")
+		require.True(t, resp.Usage.Estimated, "the dead attempt's prompt is estimated: %+v", resp)
 		require.Greater(t, resp.Usage.PromptTokens, llm.EstimateTokens(len(request().System)+len(request().User)), "two prompts counted")
 	})
 	t.Run("a Retry-After beyond MaxBackoff fails at once", func(t *testing.T) {

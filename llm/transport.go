@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -172,7 +173,7 @@ func (r retrier) classify(err error) *Error {
 		e.Kind, e.Message = KindTimeout, "the connection timed out"
 	case errors.As(err, &oe):
 		e.Kind, e.Message = KindConnection, oe.Error()
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+	case diedMidAnswer(err):
 		// The server closed the connection before its answer: it died
 		// mid-answer (seen killing llama-server), and a restarted one
 		// answers the same request.
@@ -187,6 +188,21 @@ func (r retrier) classify(err error) *Error {
 	// errors and extraction records.
 	e.Message = redact(e.Message, r.secret, 1)
 	return e
+}
+
+// diedMidAnswer reports whether err is a connection that ended after the
+// request went out and before the answer came: an EOF, or a reset while
+// reading (where the server may have been working on the prompt), not a
+// refused dial.
+func diedMidAnswer(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "read" && errors.Is(err, syscall.ECONNRESET)
 }
 
 // redacted replaces an API key wherever a server quoted it.
