@@ -61,8 +61,7 @@ func historyKeys(tenant, subject string, shown []Fact, attrs []string) []sgam.Ke
 func superseded(rows []sgam.Fact, at sgam.At) []Fact {
 	var out []Fact
 	for _, f := range rows {
-		believed := !f.RecordedAt.After(at.KnownAt) && (f.RetractedAt == nil || f.RetractedAt.After(at.KnownAt))
-		if believed && !f.Tombstone && f.ValidTo != nil && !f.ValidTo.After(at.AsOf) {
+		if believedAt(f, at.KnownAt) && !f.Tombstone && f.ValidTo != nil && !f.ValidTo.After(at.AsOf) {
 			out = append(out, Fact{Fact: f, Status: Past})
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/temporal"
 )
 
 // An evidence episode can say what is no longer so: "I prefer concise
@@ -53,14 +54,29 @@ const (
 	Retracted = "retracted"
 )
 
-// believedAt reports whether f was believed at known.
+// believedAt reports whether f was believed at known, by the temporal
+// rules (package temporal: the rules live there once).
 func believedAt(f sgam.Fact, known time.Time) bool {
-	return !f.RecordedAt.After(known) && (f.RetractedAt == nil || f.RetractedAt.After(known))
+	return window(f).BelievedAt(sgam.Micros(known))
 }
 
-// holdsAt reports whether f, a believed row, holds a value at asOf.
+// holdsAt reports whether f holds a value at asOf (its validity contains
+// it, and it is no tombstone).
 func holdsAt(f sgam.Fact, asOf time.Time) bool {
-	return !f.Tombstone && !f.ValidFrom.After(asOf) && (f.ValidTo == nil || f.ValidTo.After(asOf))
+	return !f.Tombstone && window(f).Contains(sgam.Micros(asOf))
+}
+
+// window is a fact's two windows as the temporal rules read them.
+func window(f sgam.Fact) temporal.Row {
+	r := temporal.Row{ID: f.ID, ValidFrom: sgam.Micros(f.ValidFrom), ValidTo: temporal.Open,
+		RecordedAt: sgam.Micros(f.RecordedAt), RetractedAt: temporal.Open}
+	if f.ValidTo != nil {
+		r.ValidTo = sgam.Micros(*f.ValidTo)
+	}
+	if f.RetractedAt != nil {
+		r.RetractedAt = sgam.Micros(*f.RetractedAt)
+	}
+	return r
 }
 
 // staleKey is a key of a row: its subject, attribute and set member.
