@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The TypeScript SDK's tests (clients/typescript, @sgam/client) against a real `sgam serve`:
+#
+#   bash .ci/sdk/typescript.sh [node --test options]
+#
+# 1. `npm ci` in clients/typescript: its devDependencies only (typescript,
+#    @types/node), every version pinned by package-lock.json; the package has
+#    no runtime dependencies, which this script checks;
+# 2. the build (tsc: dist/, what `npm pack` ships) and the tests' build
+#    (build/), then `npm pack --dry-run`;
+# 3. .ci/sdk/serve.sh starts the servers (sgam built from this checkout, or
+#    $SGAM_BIN), `node --test` runs the tests against them, and the servers
+#    are stopped, pass or fail.
+#
+# Node 20 or later. Work files (database, logs) go to a temporary directory,
+# removed at the end; $SGAM_SDK_WORK names one to keep instead.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+pkg=$root/clients/typescript
+keep=${SGAM_SDK_WORK:+1}
+work=${SGAM_SDK_WORK:-$(mktemp -d -t sgam-sdk-typescript.XXXXXX)}
+mkdir -p "$work"
+start=$(date +%s)
+
+serve=$work/serve
+finish() {
+	local status=$?
+	bash "$root/.ci/sdk/serve.sh" stop "$serve" || true
+	if [[ $status != 0 && -f $serve/serve.log ]]; then
+		echo "typescript.sh: the server's last log lines:" >&2
+		tail -n 20 "$serve/serve.log" >&2 || true
+	fi
+	[[ -n $keep ]] || rm -rf "$work"
+	exit $status
+}
+trap finish EXIT
+
+node -e '
+const major = Number(process.versions.node.split(".")[0]);
+if (major < 20) { console.error(`typescript.sh: the SDK needs Node 20 or later, not ${process.versions.node}`); process.exit(1); }
+const pkg = require(process.argv[1]);
+if (Object.keys(pkg.dependencies ?? {}).length) { console.error("typescript.sh: @sgam/client must have no runtime dependencies"); process.exit(1); }
+' "$pkg/package.json"
+
+cd "$pkg"
+echo "typescript.sh: npm ci (devDependencies from package-lock.json)" >&2
+npm ci --no-audit --no-fund --loglevel=error
+rm -rf dist build
+npx --no-install tsc -p tsconfig.json
+npx --no-install tsc -p tsconfig.test.json
+npm pack --dry-run --loglevel=error >/dev/null 2>&1 || { echo "typescript.sh: npm pack failed" >&2; npm pack --dry-run; exit 1; }
+
+bash "$root/.ci/sdk/serve.sh" start "$serve"
+
+status=0
+SGAM_SDK_ENV=$serve/env node --test "$@" build/test/*.test.js || status=$?
+echo "typescript.sh: done in $(($(date +%s) - start)) s" >&2
+exit $status

@@ -1,0 +1,5 @@
+export * from "./client.js";
+export * from "./errors.js";
+export * from "./types.js";
+export { JsonNumber, parse, stringify, formatInstant, numberFromText } from "./json.js";
+export { VERSION } from "./version.js";
