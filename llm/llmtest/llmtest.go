@@ -269,9 +269,33 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Header, c.BodyJSON = r.Header.Clone(), body
 
+	rep, ok := s.reply(w, r, c)
+	if !ok {
+		return
+	}
+	content := rep.Content
+	if content == "" {
+		updates := rep.Updates
+		if updates == nil {
+			updates = []Update{}
+		}
+		b, _ := json.Marshal(map[string]any{"updates": updates})
+		content = string(b)
+	}
+	tool := ""
+	if c.Mode == "tools" {
+		tool = req.Tools[0].Function.Name
+	}
+	writeCompletion(w, c, rep, content, tool)
+}
+
+// reply records c and returns the reply that answers it: the next fault,
+// else the script's. It waits out the reply's Delay, and answers a
+// scripted error status itself: ok is false then, or when the request
+// went away while it waited.
+func (s *Server) reply(w http.ResponseWriter, r *http.Request, c Call) (rep Reply, ok bool) {
 	s.mu.Lock()
 	s.calls = append(s.calls, c)
-	var rep Reply
 	fault := len(s.faults) > 0
 	if fault {
 		rep, s.faults = s.faults[0], s.faults[1:]
@@ -282,12 +306,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		// holds up its own call, not the others.
 		rep = s.script(c)
 	}
-
 	if rep.Delay > 0 {
 		select {
 		case <-time.After(rep.Delay):
 		case <-r.Context().Done():
-			return
+			return rep, false
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -301,25 +324,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			msg = s.ErrorMessage
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "server_error"}})
-		return
+		return rep, false
 	}
-	content := rep.Content
-	if content == "" {
-		updates := rep.Updates
-		if updates == nil {
-			updates = []Update{}
-		}
-		b, _ := json.Marshal(map[string]any{"updates": updates})
-		content = string(b)
-	}
+	return rep, true
+}
+
+// writeCompletion answers content as a chat completion of c: after rep's
+// <think> block, as the call of tool when it is set, with rep's usage
+// (by default a quarter of the bytes of the prompt and of the answer) and
+// finish reason.
+func writeCompletion(w http.ResponseWriter, c Call, rep Reply, content, tool string) {
 	if rep.Think != "" {
 		content = "<think>" + rep.Think + "</think>\n" + content
 	}
 	msg := map[string]any{"role": "assistant", "content": content}
-	if c.Mode == "tools" {
+	if tool != "" {
 		msg["content"] = nil
 		msg["tool_calls"] = []any{map[string]any{"id": "call_1", "type": "function",
-			"function": map[string]any{"name": req.Tools[0].Function.Name, "arguments": content}}}
+			"function": map[string]any{"name": tool, "arguments": content}}}
 	}
 	prompt := (len(c.System) + len(c.User)) / 4
 	var usage any = map[string]any{"prompt_tokens": prompt, "completion_tokens": len(content) / 4, "total_tokens": prompt + len(content)/4}

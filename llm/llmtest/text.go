@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
-	"time"
 )
 
 // TextServer is a fake of a server answering plain text chat completions
@@ -86,51 +85,11 @@ func (s *TextServer) serveText(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Header, c.BodyJSON = r.Header.Clone(), body
 
-	s.mu.Lock()
-	s.calls = append(s.calls, c)
-	var rep Reply
-	fault := len(s.faults) > 0
-	if fault {
-		rep, s.faults = s.faults[0], s.faults[1:]
-	}
-	s.mu.Unlock()
-	if !fault {
-		rep = s.script(c)
-	}
-	if rep.Delay > 0 {
-		select {
-		case <-time.After(rep.Delay):
-		case <-r.Context().Done():
-			return
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if rep.Status != 0 {
-		if rep.RetryAfter != "" {
-			w.Header().Set("Retry-After", rep.RetryAfter)
-		}
-		w.WriteHeader(rep.Status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": fmt.Sprintf("scripted %d", rep.Status), "type": "server_error"}})
+	rep, ok := s.reply(w, r, c)
+	if !ok {
 		return
 	}
-	content := rep.Content
-	if rep.Think != "" {
-		content = "<think>" + rep.Think + "</think>\n" + content
-	}
-	prompt := (len(c.System) + len(c.User)) / 4
-	var usage any = map[string]any{"prompt_tokens": prompt, "completion_tokens": len(content) / 4, "total_tokens": prompt + len(content)/4}
-	if rep.Usage != nil {
-		usage = rep.Usage
-	}
-	finish := rep.FinishReason
-	if finish == "" {
-		finish = "stop"
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": "chatcmpl-fake", "object": "chat.completion", "created": time.Now().Unix(), "model": c.Model,
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": content}, "finish_reason": finish}},
-		"usage":   usage,
-	})
+	writeCompletion(w, c, rep, rep.Content, "")
 }
 
 // checkText validates a plain text request as a strict server would.
