@@ -108,9 +108,6 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// preparer prepares statements one after the other and keeps the first
-// error, so a list of statements reads as a list. made lists them, for
-// closing.
 // prepared returns the read pool's statement of query, prepared on first
 // use: a read's queries are few and fixed, and preparing one costs more
 // than running it.
@@ -152,6 +149,9 @@ type failedRow struct{ err error }
 
 func (r failedRow) Scan(...any) error { return r.err }
 
+// preparer prepares statements one after the other and keeps the first
+// error, so a list of statements reads as a list. made lists them, for
+// closing.
 type preparer struct {
 	ctx context.Context
 	on  interface {
@@ -272,7 +272,7 @@ func (s *db) FactsFrom(ctx context.Context, tenant string, episodes, subjects []
 	subs, _ := json.Marshal(subjects)
 	// The sourced rows by the source and evidence indexes (json_each the
 	// outer loop, as SubjectsFrom), each closing row by the key index.
-	rows, err := s.rdb.QueryContext(ctx, `WITH src(id) AS (
+	rows, err := s.query(ctx, `WITH src(id) AS (
 			SELECT f.fact_id FROM json_each(?2) e CROSS JOIN facts f INDEXED BY facts_source
 			 WHERE f.tenant = ?1 AND f.source = e.value AND f.recorded_at <= ?4
 			UNION
