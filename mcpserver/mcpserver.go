@@ -409,6 +409,7 @@ type RecallInput struct {
 	AsOf          string `json:"as_of,omitempty" jsonschema:"what was true at this instant: RFC 3339 or a date (midnight UTC); default what the question says, else now"`
 	KnownAt       string `json:"known_at,omitempty" jsonschema:"as memory believed it at this instant: RFC 3339 or a date; default what the question says, else now"`
 	Budget        int    `json:"budget,omitempty" jsonschema:"most tokens of the answer's text (64 to 100000; default 800)"`
+	Evidence      string `json:"evidence,omitempty" jsonschema:"which evidence is cited: auto (default: episodes near the best match, and only what the facts' quotes leave out when the facts answer), always (the best evidence_limit episodes) or none"`
 	EvidenceLimit int    `json:"evidence_limit,omitempty" jsonschema:"most episodes cited as evidence (1 to 100, -1 for none; default 5)"`
 	Session       string `json:"session,omitempty" jsonschema:"the conversation asking: the subjects of its latest facts are in play too"`
 }
@@ -635,7 +636,7 @@ func (t *tools) writeOutput(ctx context.Context, episodeID string, res sgam.Writ
 // structured content. The output is declared an object, not the context's
 // Go type: its facts carry values of any JSON type.
 func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, map[string]any, error) {
-	q := recall.Query{Tenant: t.cfg.Tenant, Question: in.Question, TokenBudget: in.Budget, EvidenceLimit: in.EvidenceLimit, Session: in.Session}
+	q := recall.Query{Tenant: t.cfg.Tenant, Question: in.Question, TokenBudget: in.Budget, Evidence: in.Evidence, EvidenceLimit: in.EvidenceLimit, Session: in.Session}
 	if in.Subject != "" {
 		q.Subjects = []string{in.Subject}
 	}

@@ -117,9 +117,14 @@ func TestPassportStory(t *testing.T) {
 	require.Equal(t, "2026-06-02T23:59:59.999999Z", asked["as_of"])
 	require.Equal(t, text, asked["rendered"])
 
-	// Asked now, the first quote is evidence no longer current, and says
-	// so, below the correction (issue 26).
-	res0, err = acme.CallTool(context.Background(), &mcp.CallToolParams{Name: "recall", Arguments: map[string]any{"question": "When is Mira's passport deadline?"}})
+	// Asked now, the fact answers and its line quotes its source: evidence
+	// "auto" (the default) cites nothing more.
+	auto, _ := call(t, acme, "recall", map[string]any{"question": "When is Mira's passport deadline?"})
+	require.Empty(t, auto["evidence"])
+
+	// With evidence "always", the first quote is evidence no longer
+	// current, and says so, below the correction (issue 26).
+	res0, err = acme.CallTool(context.Background(), &mcp.CallToolParams{Name: "recall", Arguments: map[string]any{"question": "When is Mira's passport deadline?", "evidence": "always"}})
 	require.NoError(t, err)
 	text = res0.Content[0].(*mcp.TextContent).Text
 	require.Contains(t, text, `(superseded: mira.passport_deadline "2026-07-15" replaced 2026-06-03 by `+e2+`)`)
@@ -168,7 +173,7 @@ func TestPassportStory(t *testing.T) {
 	other, msg := call(t, globex, "recall", map[string]any{"subject": "mira"})
 	require.Empty(t, msg)
 	require.Empty(t, facts(t, other))
-	other, msg = call(t, globex, "recall", map[string]any{"question": "When is Mira's passport deadline?", "evidence_limit": 50})
+	other, msg = call(t, globex, "recall", map[string]any{"question": "When is Mira's passport deadline?", "evidence": "always", "evidence_limit": 50})
 	require.Empty(t, msg)
 	require.Empty(t, facts(t, other))
 	require.Empty(t, other["evidence"], "acme's episodes are not globex's evidence")

@@ -90,10 +90,18 @@ func (g *gather) read(now time.Time) (answer, error) {
 			return a, err
 		}
 	}
-	if err := g.markStale(&a, found.Past); err != nil {
+	if err := g.quotes(&a); err != nil {
 		return a, err
 	}
-	return a, g.quotes(&a)
+	if g.q.Evidence == EvidenceAuto {
+		// A fact's source is cited however weakly its words match.
+		if answered(g.out.Subjects, g.out.Attributes, a.current, a.absent, g.sc) {
+			a.evidence = supporting(a.evidence, a)
+		} else {
+			a.evidence = aboveBar(a.evidence, g.w.bar)
+		}
+	}
+	return a, g.markStale(&a, found.Past)
 }
 
 // tenantSchema is the parsed schema in force for a tenant (nil parsed:

@@ -55,6 +55,12 @@ type weights struct {
 	// vectors reorder the lexical ranking by at most vector of the best
 	// lexical score, and bring in what the words missed.
 	vector float64
+	// bar is, under EvidenceAuto, the least score an episode cited needs,
+	// as a fraction of the best one's (aboveBar). It is the highest of
+	// 0.1, 0.2, ... that kept turn recall@10 (evidence limit 10) on LoCoMo
+	// conversations 1-5 within 0.01 of EvidenceAlways's: 0.5 lost 0.003,
+	// 0.6 lost 0.013 (sgam eval locomo, docs/recall.md).
+	bar float64
 }
 
 // defaultWeights are the weights recall ranks by.
@@ -70,6 +76,7 @@ var defaultWeights = weights{
 	expanded:         10,
 	maxCoverageTerms: 256,
 	vector:           0.5,
+	bar:              0.5,
 }
 
 // around is how many episodes on each side of a candidate count as its

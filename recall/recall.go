@@ -62,8 +62,12 @@ type Query struct {
 	// TokenBudget bounds the rendered block, counted by Tokens (default
 	// DefaultBudget).
 	TokenBudget int
+	// Evidence says which evidence is cited: EvidenceAuto (the default),
+	// EvidenceAlways or EvidenceNone.
+	Evidence string
 	// EvidenceLimit is the most episodes cited as evidence (default
-	// DefaultEvidence; None: no search).
+	// DefaultEvidence; None: no search). Under EvidenceAlways exactly
+	// that many are cited when the search finds them.
 	EvidenceLimit int
 	// Hops is how deep ref attributes are followed (default DefaultHops;
 	// None: not at all).
@@ -231,6 +235,18 @@ func (q Query) check() (Query, error) {
 		q.TokenBudget = DefaultBudget
 	case q.TokenBudget < MinBudget || q.TokenBudget > MaxBudget:
 		return q, sgam.Errorf(sgam.Invalid, "budget", "must be between %d and %d tokens, not %d", MinBudget, MaxBudget, q.TokenBudget)
+	}
+	switch q.Evidence {
+	case "":
+		q.Evidence = EvidenceAuto
+	case EvidenceAuto, EvidenceAlways:
+	case EvidenceNone:
+		if q.EvidenceLimit > 0 {
+			return q, sgam.Errorf(sgam.Invalid, "evidence_limit", "is %d, but evidence is %q", q.EvidenceLimit, EvidenceNone)
+		}
+		q.EvidenceLimit = None
+	default:
+		return q, sgam.Errorf(sgam.Invalid, "evidence", "must be %q, %q or %q, not %q", EvidenceAuto, EvidenceAlways, EvidenceNone, q.Evidence)
 	}
 	switch {
 	case q.EvidenceLimit == 0:

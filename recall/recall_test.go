@@ -96,11 +96,18 @@ func TestPassportStory(t *testing.T) {
 	require.Equal(t, []string{"passport_deadline"}, now.Attributes)
 	require.Equal(t, "now", now.Instants.AsOf)
 	require.Equal(t, "the deadline is June 30, not July 15", now.Facts[0].Quote[len("Mira: correction, "):len(now.Facts[0].Quote)-1])
-	require.NotEmpty(t, now.Evidence)
-	for _, e := range now.Evidence {
+	require.Empty(t, now.Evidence, "the facts answer, and their line quotes their source")
+	golden(t, "passport_now.txt", now.Rendered)
+
+	// Evidence always: the old quota, the superseded episodes marked.
+	always := w.recall(recall.Query{Tenant: "acme", Question: q, Evidence: recall.EvidenceAlways})
+	require.Equal(t, values(now, recall.Current), values(always, recall.Current))
+	require.NotEmpty(t, always.Evidence)
+	for _, e := range always.Evidence {
 		require.Contains(t, []string{"e0", "e1", "e2"}, e.EpisodeID)
 	}
-	golden(t, "passport_now.txt", now.Rendered)
+	require.Greater(t, always.Tokens, now.Tokens)
+	golden(t, "passport_now_always.txt", always.Rendered)
 
 	then := w.recall(recall.Query{Tenant: "acme", Question: q, AsOf: ts(t, "2026-06-02T00:00:00Z")})
 	require.Equal(t, []string{`"2026-07-15"@e1`}, values(then, recall.Current))
@@ -131,7 +138,7 @@ func TestRetractedNotCurrent(t *testing.T) {
 	require.NoError(t, err)
 	w.clock.Set(ts(t, "2026-12-01T15:04:05Z"))
 
-	c := w.recall(recall.Query{Tenant: "acme", Question: "What drink does Bob prefer?"})
+	c := w.recall(recall.Query{Tenant: "acme", Question: "What drink does Bob prefer?", Evidence: recall.EvidenceAlways})
 	require.Empty(t, c.Facts, "a retracted preference is not current")
 	require.Contains(t, c.Rendered, `- none: no value of drink_preference of bob since 2026-06-10 (revoked by p2: "Bob: I don't drink tea any more.")`,
 		"the none line names what ended the value")
@@ -248,7 +255,7 @@ func TestBudget(t *testing.T) {
 	w := newWorld(t)
 	w.passport("acme")
 	for i, budget := range []int{96, 110, 130, 160, 200, 240, 400} {
-		c := w.recall(recall.Query{Tenant: "acme", Question: "What was Mira's passport deadline on June 2, 2026?", TokenBudget: budget, EvidenceLimit: 10})
+		c := w.recall(recall.Query{Tenant: "acme", Question: "What was Mira's passport deadline on June 2, 2026?", TokenBudget: budget, Evidence: recall.EvidenceAlways, EvidenceLimit: 10})
 		require.LessOrEqual(t, c.Tokens, budget)
 		shown := len(c.Facts) + len(c.Evidence) + len(c.Related)
 		left := c.Omitted.Facts + c.Omitted.Evidence + c.Omitted.Related
@@ -279,6 +286,7 @@ func TestBadQueries(t *testing.T) {
 		"question":       {Tenant: "acme"},
 		"budget":         {Tenant: "acme", Question: "x", TokenBudget: 10},
 		"evidence_limit": {Tenant: "acme", Question: "x", EvidenceLimit: -2},
+		"evidence":       {Tenant: "acme", Question: "x", Evidence: "sometimes"},
 		"hops":           {Tenant: "acme", Question: "x", Hops: 9},
 		"subjects[1]":    {Tenant: "acme", Question: "x", Subjects: []string{"a", " b"}},
 		"attributes[0]":  {Tenant: "acme", Question: "x", Attributes: []string{"a b"}},
@@ -290,6 +298,13 @@ func TestBadQueries(t *testing.T) {
 		require.Equal(t, sgam.Invalid, e.Code, field)
 		require.Equal(t, field, e.Field)
 	}
+	_, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: "x", Evidence: recall.EvidenceNone, EvidenceLimit: 3})
+	require.Equal(t, sgam.Invalid, sgam.ErrorCode(err))
+	require.Contains(t, err.Error(), "evidence_limit", "a limit for no evidence contradicts itself")
+	none, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: "x", Evidence: recall.EvidenceNone})
+	require.NoError(t, err)
+	require.Empty(t, none.Evidence)
+	require.Empty(t, none.Search, "no search was made")
 }
 
 func golden(t *testing.T, name, got string) {

@@ -205,8 +205,8 @@ func supersededText(s Superseded) string {
 // keys the answer is about. The episode that ended a stale statement is
 // shown just above the stale one, moved up or brought in: never the stale
 // statement without what ended it, and never below it. When that makes
-// the evidence longer than its limit, an episode that takes no part in
-// this gives way first.
+// the evidence longer than EvidenceLimit, an episode that takes no part
+// in this gives way first.
 func (g *gather) markStale(a *answer, past bool) error {
 	if len(a.evidence) == 0 || len(g.out.Subjects) == 0 {
 		return nil
@@ -224,7 +224,7 @@ func (g *gather) markStale(a *answer, past bool) error {
 		return nil
 	}
 	a.stale = stale
-	limit := len(a.evidence)
+	limit := g.q.EvidenceLimit
 	position := func(id string) int {
 		return slices.IndexFunc(a.evidence, func(h sgam.EpisodeHit) bool { return h.Episode.ID == id })
 	}

@@ -42,8 +42,9 @@ func TestStaleEvidenceIsMarked(t *testing.T) {
 	w.mira("acme")
 	w.say("globex", "e1", "2026-06-01T09:00:00Z", "2026-12-01T15:04:05Z", "Mira prefers concise answers, and no longer wants them.", "", "", "")
 
-	c := w.recall(recall.Query{Tenant: "acme", Question: "Does Mira still prefer concise answers?", EvidenceLimit: 2})
+	c := w.recall(recall.Query{Tenant: "acme", Question: "Does Mira still prefer concise answers?", Evidence: recall.EvidenceAlways, EvidenceLimit: 2})
 	t.Log(c.Rendered)
+	golden(t, "revoked_always.txt", c.Rendered)
 	require.Equal(t, []string{"e6", "e1"}, evidenceIDs(c), "the revoking episode above the stale one")
 	require.Empty(t, c.Evidence[0].Superseded)
 	require.Len(t, c.Evidence[1].Superseded, 1)
@@ -57,7 +58,7 @@ func TestStaleEvidenceIsMarked(t *testing.T) {
 
 	// The deadline: e1's value was replaced by e3's, which ranks first;
 	// small talk is not marked.
-	c = w.recall(recall.Query{Tenant: "acme", Question: "When is Mira's passport deadline?"})
+	c = w.recall(recall.Query{Tenant: "acme", Question: "When is Mira's passport deadline?", Evidence: recall.EvidenceAlways})
 	t.Log(c.Rendered)
 	ids := evidenceIDs(c)
 	require.Less(t, indexOf(ids, "e3"), indexOf(ids, "e1"), "%v", ids)
@@ -73,7 +74,7 @@ func TestStaleEvidenceIsMarked(t *testing.T) {
 	}
 
 	// About the past, e1 is the answer and nothing is stale then.
-	c = w.recall(recall.Query{Tenant: "acme", Question: "What did Mira prefer on June 2, 2026?"})
+	c = w.recall(recall.Query{Tenant: "acme", Question: "What did Mira prefer on June 2, 2026?", Evidence: recall.EvidenceAlways})
 	t.Log(c.Rendered)
 	require.Contains(t, evidenceIDs(c), "e1")
 	for _, e := range c.Evidence {
@@ -81,8 +82,15 @@ func TestStaleEvidenceIsMarked(t *testing.T) {
 	}
 	require.NotContains(t, c.Rendered, "superseded:")
 
+	// Evidence auto (the default): the none line says what ended the
+	// value and quotes e6; the stale e1 is not cited.
+	c = w.recall(recall.Query{Tenant: "acme", Question: "Does Mira still prefer concise answers?"})
+	require.NotContains(t, evidenceIDs(c), "e1")
+	require.Contains(t, c.Rendered, `no value of answer_style of mira since 2026-06-05 (revoked by e6: "I no longer want concise answers; detail is fine.")`)
+	golden(t, "revoked.txt", c.Rendered)
+
 	// The other tenant, with the same words, sees none of it.
-	c = w.recall(recall.Query{Tenant: "globex", Question: "Does Mira still prefer concise answers?"})
+	c = w.recall(recall.Query{Tenant: "globex", Question: "Does Mira still prefer concise answers?", Evidence: recall.EvidenceAlways})
 	require.NotContains(t, c.Rendered, "superseded")
 	require.Empty(t, c.Facts)
 	for _, e := range c.Evidence {

@@ -15,6 +15,7 @@ type RecallRequest struct {
 	AsOf          string   `json:"as_of"`
 	KnownAt       string   `json:"known_at"`
 	Budget        int      `json:"budget"`
+	Evidence      string   `json:"evidence"`
 	EvidenceLimit int      `json:"evidence_limit"`
 	Hops          int      `json:"hops"`
 	Session       string   `json:"session"`
@@ -27,7 +28,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, c caller) (any, 
 		return nil, err
 	}
 	q := recall.Query{Tenant: c.tenant, Question: req.Question, Subjects: req.Subjects, Attributes: req.Attributes,
-		TokenBudget: req.Budget, EvidenceLimit: req.EvidenceLimit, Hops: req.Hops, Session: req.Session}
+		TokenBudget: req.Budget, Evidence: req.Evidence, EvidenceLimit: req.EvidenceLimit, Hops: req.Hops, Session: req.Session}
 	var err error
 	if q.AsOf, err = optTime("as_of", req.AsOf); err != nil {
 		return nil, err

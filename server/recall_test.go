@@ -40,7 +40,15 @@ func testRecallRoute(t *testing.T, open opener) {
 	require.Equal(t, []any{"e2"}, f["sources"])
 	require.Contains(t, body["rendered"], `"2026-06-30"`)
 	require.LessOrEqual(t, body["tokens"], body["budget"])
-	// e1's deadline was replaced by e2's: e1 says so, below e2 (issue 26).
+	// The fact answers, and its line quotes e2: evidence "auto" (the
+	// default) cites nothing more.
+	require.Empty(t, body["evidence"])
+	require.Contains(t, body["rendered"], `"Mira: correction, the deadline is June 30."`)
+
+	// Evidence "always": e1's deadline was replaced by e2's; e1 says so,
+	// below e2 (issue 26).
+	st, body = e.do("POST", "/v1/recall", "acme-read", `{"question":"When is Mira's passport deadline?","evidence":"always"}`)
+	require.Equal(t, 200, st, "%v", body)
 	var ids []any
 	for _, ev := range body["evidence"].([]any) {
 		ev := ev.(map[string]any)
@@ -65,7 +73,7 @@ func testRecallRoute(t *testing.T, open opener) {
 	require.Equal(t, "2026-07-15", body["facts"].([]any)[0].(map[string]any)["value"])
 	require.Equal(t, "2026-06-02T23:59:59.999999Z", body["as_of"])
 
-	st, body = e.do("POST", "/v1/recall", "globex-admin", `{"question":"When is Mira's passport deadline?","evidence_limit":20}`)
+	st, body = e.do("POST", "/v1/recall", "globex-admin", `{"question":"When is Mira's passport deadline?","evidence":"always","evidence_limit":20}`)
 	require.Equal(t, 200, st, "%v", body)
 	require.Len(t, body["facts"], 1)
 	require.Equal(t, "2026-09-09", body["facts"].([]any)[0].(map[string]any)["value"])
@@ -78,6 +86,8 @@ func testRecallRoute(t *testing.T, open opener) {
 		{`{"question":"x","as_of":"soon"}`, "as_of"},
 		{`{"question":"x","tenant":"globex"}`, "tenant"},
 		{`{}`, "question"},
+		{`{"question":"x","evidence":"sometimes"}`, "evidence"},
+		{`{"question":"x","evidence":"none","evidence_limit":3}`, "evidence_limit"},
 	} {
 		st, body = e.do("POST", "/v1/recall", "acme-read", bad.body)
 		require.Equal(t, 400, st, "%s: %v", bad.body, body)

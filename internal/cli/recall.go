@@ -30,7 +30,12 @@ func (a *app) recallCommand() *cobra.Command {
      the question is about the past ("was", "before", "history", ...),
      marked past, never current.
   4. facts of the subjects those facts refer to (ref attributes, --hops).
-  5. episodes found by full-text search, as evidence.
+  5. episodes found by full-text search, as evidence. With --evidence auto
+     (the default) --evidence-limit is a maximum: an episode that scores
+     under half the best one's is left out, and when the facts answer
+     every subject and attribute the question names, only the sources
+     their quotes leave out are cited. --evidence always cites the best
+     --evidence-limit episodes; --evidence none, none.
 
 It stops before --budget tokens (o200k_base, as counted by tiktoken) and
 says what it left out. With SGAM_EMBED_BASE_URL and SGAM_EMBED_MODEL set,
@@ -40,16 +45,20 @@ prints the whole context (docs/recall.md).`,
 		Example: `  sgam recall "When is Mira's passport deadline?"
   sgam recall "What was Mira's passport deadline on June 2, 2026?"
   sgam recall "When is Mira's passport deadline?" --known-at 2026-06-03T09:59:00Z
-  sgam recall "deadline" --subject mira --budget 200 --json`,
+  sgam recall "deadline" --subject mira --budget 200 --json
+  sgam recall "Does Mira still prefer concise answers?" --evidence always --evidence-limit 2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.withFields(map[string]string{"question": "QUESTION", "budget": "--budget", "evidence_limit": "--evidence-limit",
+			a.withFields(map[string]string{"question": "QUESTION", "budget": "--budget", "evidence": "--evidence", "evidence_limit": "--evidence-limit",
 				"hops": "--hops", "session": "--session", "subjects": "--subject", "attributes": "--attribute"})
 			at, err := atFlags(asOf, knownAt)
 			if err != nil {
 				return err
 			}
 			q.Tenant, q.Question, q.AsOf, q.KnownAt = a.tenant, args[0], at.AsOf, at.KnownAt
+			if q.Evidence == recall.EvidenceNone && !cmd.Flags().Changed("evidence-limit") {
+				q.EvidenceLimit = 0 // the flag's default is no limit asked for
+			}
 			return a.withExisting(func(s store.Store) error {
 				r, err := a.recaller(s)
 				if err != nil {
@@ -77,6 +86,7 @@ prints the whole context (docs/recall.md).`,
 	f.StringVar(&asOf, "as-of", "", "valid instant (RFC 3339); default what the question says, else now")
 	f.StringVar(&knownAt, "known-at", "", "belief instant (RFC 3339); default what the question says, else now")
 	f.IntVar(&q.TokenBudget, "budget", recall.DefaultBudget, fmt.Sprintf("most tokens of the answer (%d to %d)", recall.MinBudget, recall.MaxBudget))
+	f.StringVar(&q.Evidence, "evidence", recall.EvidenceAuto, "which evidence is cited: auto, always or none")
 	f.IntVar(&q.EvidenceLimit, "evidence-limit", recall.DefaultEvidence, fmt.Sprintf("most episodes cited as evidence (1 to %d; -1: none)", recall.MaxEvidence))
 	f.IntVar(&q.Hops, "hops", recall.DefaultHops, fmt.Sprintf("how deep ref attributes are followed (1 to %d; -1: none)", recall.MaxHops))
 	f.StringVar(&q.Session, "session", "", "the conversation asking: the subjects of its latest episodes' facts are in play too")

@@ -35,8 +35,14 @@ func TestRecallCommand(t *testing.T) {
 	require.Contains(t, r.stdout, `- mira passport_deadline = "2026-06-30"`)
 	require.Contains(t, r.stdout, "sources e2")
 	require.NotContains(t, r.stdout, `= "2026-07-15"`)
+	require.NotContains(t, r.stdout, "Evidence", "the fact answers and quotes its source: nothing more is cited")
+
+	r = as("acme", "recall", "When is Mira's passport deadline?", "--evidence", "always")
+	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, `Mira: my passport deadline is July 15. (superseded: mira.passport_deadline "2026-07-15" replaced 2026-06-03 by e2)`,
 		"the replaced quote says so")
+	r = as("acme", "recall", "When is Mira's passport deadline?", "--evidence", "none")
+	require.Equal(t, 0, r.code, r.stderr, "none needs no --evidence-limit -1")
 
 	r = as("acme", "--json", "recall", "When is Mira's passport deadline?", "--as-of", "2026-06-02T00:00:00Z")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -65,7 +71,7 @@ func TestRecallCommand(t *testing.T) {
 	require.Contains(t, r.stdout, "- none: no value of passport_deadline of mira has been recorded, as believed at those instants",
 		"the CLI's clock is the wall clock: at that known_at nothing was recorded yet")
 
-	r = as("globex", "--json", "recall", "When is Mira's passport deadline?", "--evidence-limit", "20")
+	r = as("globex", "--json", "recall", "When is Mira's passport deadline?", "--evidence", "always", "--evidence-limit", "20")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &c))
 	require.Len(t, c.Facts, 1)
@@ -80,6 +86,9 @@ func TestRecallCommand(t *testing.T) {
 	r = as("acme", "recall", "x", "--evidence-limit", "-3")
 	require.Equal(t, cli.ExitUsage, r.code)
 	require.Contains(t, r.stderr, "--evidence-limit")
+	r = as("acme", "recall", "x", "--evidence", "sometimes")
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "--evidence:")
 
 	r = as("acme", "reindex")
 	require.Equal(t, 0, r.code, r.stderr)

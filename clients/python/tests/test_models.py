@@ -111,6 +111,7 @@ def test_enums_agree(openapi_doc: dict) -> None:
     assert literal(m.EpisodeRequest, "extract") == set(s["EpisodeRequest"]["properties"]["extract"]["enum"])
     assert literal(m.Candidate, "reason") == set(s["Candidate"]["properties"]["reason"]["enum"])
     assert literal(m.Extraction, "status") == set(s["Extraction"]["properties"]["status"]["enum"])
+    assert literal(m.RecallRequest, "evidence") == set(s["RecallRequest"]["properties"]["evidence"]["enum"])
     assert literal(m.RecallFact, "status") == set(s["RecallFact"]["allOf"][1]["properties"]["status"]["enum"])
     assert literal(m.ErrorDetail, "code") == set(s["Error"]["properties"]["error"]["properties"]["code"]["enum"])
 

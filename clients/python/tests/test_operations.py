@@ -136,6 +136,8 @@ def test_every_operation_sync(env: dict[str, str], delta: sgam.Client, uid: str,
                    hops=1, session=uid)
     assert isinstance(ctx, sgam.RecallContext) and '"pro"' in ctx.rendered and str(ctx) == ctx.rendered
     assert [f.value for f in ctx.facts] == ["pro"] and ctx.facts[0].status == "current"
+    none = c.recall(f"What is the plan of {acct}?", subjects=[acct], evidence="none")
+    assert none.evidence == [] and [f.value for f in none.facts] == ["pro"]
 
     result = c.replay([
         {"op": "assert", "subject": f"r-{uid}", "attribute": "plan", "value": "free",

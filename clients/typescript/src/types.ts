@@ -245,6 +245,7 @@ export interface RecallRequest {
   as_of?: string;
   known_at?: string;
   budget?: number;
+  evidence?: "auto" | "always" | "none";
   evidence_limit?: number;
   hops?: number;
   session?: string;
@@ -331,7 +332,7 @@ export const SCHEMA_PROPERTIES = {
   Extraction: ["extraction_id", "tenant", "episode_id", "at", "status", "model", "mode", "schema_version", "prompt_digest", "content_digest", "shown_at", "context_episodes", "subjects", "shown_facts", "prompt", "raw_output", "raw_output_cut", "cached", "cached_from", "accepted", "rejected", "warnings", "unchanged", "facts", "pending", "tokens_in", "tokens_out", "calls", "latency_ns", "error", "gave_up"],
   "Extraction.accepted[]": ["index", "evidence", "subject", "attribute", "change", "value", "valid_from", "outcome", "fact_id", "pending_id"],
   "Extraction.rejected[]": ["index", "update", "reason", "field", "message"],
-  RecallRequest: ["question", "subjects", "attributes", "as_of", "known_at", "budget", "evidence_limit", "hops", "session"],
+  RecallRequest: ["question", "subjects", "attributes", "as_of", "known_at", "budget", "evidence", "evidence_limit", "hops", "session"],
   RecallFact: ["fact_id", "tenant", "subject", "attribute", "member", "value", "tombstone", "valid_from", "valid_to", "recorded_at", "retracted_at", "supersedes", "sources", "schema_version", "status", "quote", "via"],
   RecallContext: ["question", "as_of", "known_at", "instants", "subjects", "attributes", "facts", "evidence", "related", "rendered", "tokens", "budget", "omitted", "search", "warnings"],
   "RecallContext.instants": ["as_of", "known_at"],
@@ -353,6 +354,7 @@ export const SCHEMA_ENUMS = {
   "Extraction.accepted[].change": ["new", "update", "retract", "no_change"],
   "Extraction.accepted[].outcome": ["written", "unchanged", "kept", "pending"],
   "Extraction.rejected[].reason": ["ungrounded", "unknown_attribute", "invalid_value", "invalid_subject", "invalid_valid_from", "invalid_change", "unexpected_field", "malformed", "conflict"],
+  "RecallRequest.evidence": ["auto", "always", "none"],
   "RecallFact.status": ["current", "past"],
   "RecallContext.evidence[].superseded[].how": ["replaced", "revoked", "removed", "ended", "retracted"],
 } as const;
@@ -423,6 +425,7 @@ export type _TypesMatchTheDocument = [
   Check<Same<AcceptedUpdate["change"], Values<"Extraction.accepted[].change">>>,
   Check<Same<AcceptedUpdate["outcome"], Values<"Extraction.accepted[].outcome">>>,
   Check<Same<RejectedUpdate["reason"], Values<"Extraction.rejected[].reason">>>,
+  Check<Same<NonNullable<RecallRequest["evidence"]>, Values<"RecallRequest.evidence">>>,
   Check<Same<NonNullable<RecallFact["status"]>, Values<"RecallFact.status">>>,
   Check<Same<Superseded["how"], Values<"RecallContext.evidence[].superseded[].how">>>,
 ];

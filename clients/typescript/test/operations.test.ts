@@ -120,6 +120,8 @@ test("every operation, against the real server", needsServer, async () => {
   assert.equal(`${ctx}`, ctx.rendered);
   assert.ok(ctx.rendered.includes('"pro"'), ctx.rendered);
   assert.deepEqual(ctx.facts.map((f) => f.value), ["pro"]);
+  const none = await c.recall(`What is the plan of ${acct}?`, { subjects: [acct], evidence: "none" });
+  assert.deepEqual(none.evidence, []);
   assert.equal(ctx.facts[0]!.status, "current");
 
   const result = await c.replay([

@@ -165,6 +165,7 @@ def recall(
     as_of: Instant | None = None,
     known_at: Instant | None = None,
     budget: int | None = None,
+    evidence: str | None = None,
     evidence_limit: int | None = None,
     hops: int | None = None,
     session: str | None = None,
@@ -172,7 +173,8 @@ def recall(
     req = m.RecallRequest(
         question=question, subjects=list(subjects) if subjects is not None else None,
         attributes=list(attributes) if attributes is not None else None, as_of=instant(as_of),
-        known_at=instant(known_at), budget=budget, evidence_limit=evidence_limit, hops=hops, session=session,
+        known_at=instant(known_at), budget=budget, evidence=evidence, evidence_limit=evidence_limit, hops=hops,
+        session=session,
     )
     return Op("POST", "/v1/recall", json=req.model_dump(exclude_none=True), parse=m.RecallContext.model_validate,
               idempotent=True)

@@ -150,6 +150,7 @@ class Client(Base):
         as_of: Instant | None = None,
         known_at: Instant | None = None,
         budget: int | None = None,
+        evidence: str | None = None,
         evidence_limit: int | None = None,
         hops: int | None = None,
         session: str | None = None,
@@ -160,10 +161,13 @@ class Client(Base):
         instants asked, with sources and quotes, then evidence), within
         ``budget`` tokens (default 800). ``as_of`` and ``known_at`` win over the
         instants the question names; ``subjects`` over the subjects it names.
+        ``evidence`` is ``"auto"`` (the default: at most ``evidence_limit``
+        episodes, those near the best match, and when the facts answer only
+        what their quotes leave out), ``"always"`` or ``"none"``.
         """
         return self.call(ops.recall(question, subjects=subjects, attributes=attributes, as_of=as_of,
-                                    known_at=known_at, budget=budget, evidence_limit=evidence_limit, hops=hops,
-                                    session=session))
+                                    known_at=known_at, budget=budget, evidence=evidence,
+                                    evidence_limit=evidence_limit, hops=hops, session=session))
 
     # Forget and receipts.
 
@@ -407,14 +411,15 @@ class AsyncClient(Base):
         as_of: Instant | None = None,
         known_at: Instant | None = None,
         budget: int | None = None,
+        evidence: str | None = None,
         evidence_limit: int | None = None,
         hops: int | None = None,
         session: str | None = None,
     ) -> m.RecallContext:
         """``POST /v1/recall``: what memory holds to answer ``question`` (see :meth:`Client.recall`)."""
         return await self.call(ops.recall(question, subjects=subjects, attributes=attributes, as_of=as_of,
-                                          known_at=known_at, budget=budget, evidence_limit=evidence_limit,
-                                          hops=hops, session=session))
+                                          known_at=known_at, budget=budget, evidence=evidence,
+                                          evidence_limit=evidence_limit, hops=hops, session=session))
 
     async def forget(self, *, subject: str | None = None, episode_id: str | None = None,
                      all: bool = False) -> m.Receipt:

@@ -334,6 +334,7 @@ class RecallRequest(Request):
     as_of: str | None = None
     known_at: str | None = None
     budget: int | None = None
+    evidence: Literal["auto", "always", "none"] | None = None
     evidence_limit: int | None = None
     hops: int | None = None
     session: str | None = None
