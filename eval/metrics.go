@@ -51,6 +51,8 @@ type Metrics struct {
 	// LoCoMo's recall@k is), not the ratio of the episode counts.
 	Facts    Count         `json:"facts"`
 	Evidence EvidenceCount `json:"evidence"`
+	// Context is what the questions' rendered contexts held and cost.
+	Context ContextCount `json:"context"`
 	// Forget counts the checks of forget steps: what must be gone is.
 	Forget Count `json:"forget"`
 	// Episodes extracted, the model calls they took (retries included;
@@ -79,6 +81,69 @@ type EvidenceCount struct {
 	Questions int      `json:"questions"`
 	sum       float64  // of each question's fraction cited
 	Recall    *float64 `json:"recall"`
+}
+
+// ContextCount is what the rendered contexts of the questions held and
+// what they cost in tokens (recall.Tokens). Each question is asked a
+// second time with evidence "always" (the quota recall had before
+// "auto"), so the two are measured in one run.
+type ContextCount struct {
+	// AnswerInContext counts the expected values (facts that name a value)
+	// that the rendered text holds (words.Holds).
+	AnswerInContext Count `json:"answer_in_context"`
+	// Questions is how many were asked; Answered how many of them the
+	// facts answer (they expect facts, and the context presents them all).
+	Questions int `json:"questions"`
+	Answered  int `json:"answered"`
+	// The median tokens of the contexts, as asked and with evidence
+	// always: of every question, and of those the facts answer.
+	TokensP50               int `json:"tokens_p50"`
+	AlwaysTokensP50         int `json:"always_tokens_p50"`
+	AnsweredTokensP50       int `json:"answered_tokens_p50"`
+	AnsweredAlwaysTokensP50 int `json:"answered_always_tokens_p50"`
+	// AnsweredTokensRatio is AnsweredTokensP50 / AnsweredAlwaysTokensP50.
+	AnsweredTokensRatio *float64 `json:"answered_tokens_ratio"`
+
+	tokens, always, answeredTokens, answeredAlways []int
+}
+
+// question adds a question's context tokens, as asked and with evidence
+// always, and whether the facts answer it.
+func (c *ContextCount) question(tokens, always int, answered bool) {
+	c.Questions++
+	c.tokens, c.always = append(c.tokens, tokens), append(c.always, always)
+	if answered {
+		c.Answered++
+		c.answeredTokens, c.answeredAlways = append(c.answeredTokens, tokens), append(c.answeredAlways, always)
+	}
+}
+
+func (c *ContextCount) sum(o ContextCount) {
+	c.AnswerInContext.sum(o.AnswerInContext)
+	c.Questions += o.Questions
+	c.Answered += o.Answered
+	c.tokens, c.always = append(c.tokens, o.tokens...), append(c.always, o.always...)
+	c.answeredTokens, c.answeredAlways = append(c.answeredTokens, o.answeredTokens...), append(c.answeredAlways, o.answeredAlways...)
+}
+
+func (c *ContextCount) finish() {
+	c.AnswerInContext.finish()
+	c.TokensP50, c.AlwaysTokensP50 = median(c.tokens), median(c.always)
+	c.AnsweredTokensP50, c.AnsweredAlwaysTokensP50 = median(c.answeredTokens), median(c.answeredAlways)
+	c.AnsweredTokensRatio = nil
+	if c.AnsweredAlwaysTokensP50 > 0 {
+		r := float64(c.AnsweredTokensP50) / float64(c.AnsweredAlwaysTokensP50)
+		c.AnsweredTokensRatio = &r
+	}
+}
+
+// median is the lower median of xs, 0 for none.
+func median(xs []int) int {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	return s[(len(s)-1)/2]
 }
 
 // question adds a question that expects want episodes, found of them cited.
@@ -128,6 +193,7 @@ func (m *Metrics) Add(o *Metrics) {
 	m.Evidence.Count.sum(o.Evidence.Count)
 	m.Evidence.Questions += o.Evidence.Questions
 	m.Evidence.sum += o.Evidence.sum
+	m.Context.sum(o.Context)
 	m.Forget.sum(o.Forget)
 	m.Extracted += o.Extracted
 	m.Calls += o.Calls
@@ -156,6 +222,7 @@ func (m *Metrics) Finish() {
 		r := m.Evidence.sum / float64(m.Evidence.Questions)
 		m.Evidence.Recall = &r
 	}
+	m.Context.finish()
 }
 
 // metricNames are the names thresholds bound, besides rejected.REASON.
@@ -163,7 +230,7 @@ var metricNames = []string{
 	"extraction.precision", "extraction.recall", "extraction.f1", "extraction.proposed", "extraction.matched",
 	"rejected", "write_errors", "checkpoints.passed", "checkpoints.failed", "checkpoints.ratio",
 	"stale", "point_in_time", "point_in_time.failed", "leaks", "facts.recall", "facts.failed",
-	"evidence.recall", "evidence.failed", "forget.failed",
+	"evidence.recall", "evidence.failed", "answer_in_context", "context.answered_tokens_ratio", "forget.failed",
 	"calls_per_episode", "tokens_per_episode",
 }
 
@@ -203,6 +270,8 @@ func (m *Metrics) Values() map[string]float64 {
 	v["facts.failed"] = float64(m.Facts.Failed)
 	put("evidence.recall", m.Evidence.Recall)
 	v["evidence.failed"] = float64(m.Evidence.Failed)
+	put("answer_in_context", m.Context.AnswerInContext.Ratio)
+	put("context.answered_tokens_ratio", m.Context.AnsweredTokensRatio)
 	v["forget.failed"] = float64(m.Forget.Failed)
 	if m.Extracted > 0 {
 		v["calls_per_episode"] = float64(m.Calls) / float64(m.Extracted)

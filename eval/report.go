@@ -49,13 +49,14 @@ func (s *Summary) OK() bool {
 // and their total, then what went wrong, then the thresholds.
 func (s *Summary) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tmode\textraction P / R / F1\trejected\twrite errors\tcheckpoints\tstale\tpoint-in-time\tleaks\tfacts\tevidence recall\tforget\tcalls/ep\ttokens/ep\ttime")
+	fmt.Fprintln(tw, "scenario\tmode\textraction P / R / F1\trejected\twrite errors\tcheckpoints\tstale\tpoint-in-time\tleaks\tfacts\tevidence recall\tanswer in context\tcontext tokens p50 (always)\tforget\tcalls/ep\ttokens/ep\ttime")
 	row := func(name, mode string, m *Metrics, elapsed time.Duration) {
 		v := m.Values()
 		x := m.Extraction
-		fmt.Fprintf(tw, "%s\t%s\t%s / %s / %s\t%d\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", name, mode,
+		fmt.Fprintf(tw, "%s\t%s\t%s / %s / %s\t%d\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, mode,
 			ratioText(x.Precision), ratioText(x.Recall), ratioText(x.F1), int(v["rejected"]), m.WriteErrors,
 			countText(m.Checkpoints), m.Stale, countText(m.PointInTime), m.Leaks, countText(m.Facts), evidenceText(m.Evidence),
+			countText(m.Context.AnswerInContext), contextText(m.Context),
 			countText(m.Forget), perEpisode(v, "calls_per_episode", "%.1f"), perEpisode(v, "tokens_per_episode", "%.0f"), elapsed.Round(time.Millisecond))
 	}
 	for _, r := range s.Scenarios {
@@ -68,6 +69,10 @@ func (s *Summary) Write(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nrejected by reason: %s\n", rejectedText(s.Total.Rejected))
+	if c := s.Total.Context; c.Answered > 0 {
+		fmt.Fprintf(w, "contexts of the %d questions the facts answer (of %d): median %d tokens, %d with evidence always (%.2f)\n",
+			c.Answered, c.Questions, c.AnsweredTokensP50, c.AnsweredAlwaysTokensP50, *c.AnsweredTokensRatio)
+	}
 	var stages []string
 	for _, st := range []string{StageCapture, StageExtraction, StageSchema, StageCheck, StageRecall, StageForget} {
 		if d, ok := s.Total.Time[st]; ok {
@@ -134,6 +139,13 @@ func evidenceText(e EvidenceCount) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3f (%d/%d)", *e.Recall, e.Passed, e.Passed+e.Failed)
+}
+
+func contextText(c ContextCount) string {
+	if c.Questions == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d (%d)", c.TokensP50, c.AlwaysTokensP50)
 }
 
 func perEpisode(v map[string]float64, name, format string) string {

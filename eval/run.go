@@ -753,7 +753,7 @@ func listText(ss []string) string {
 
 func (r *runner) ask(ctx context.Context, a *Ask) error {
 	q := recall.Query{Tenant: a.Tenant, Question: a.Question, Subjects: a.Subjects, Session: a.Session,
-		TokenBudget: a.Budget, EvidenceLimit: a.EvidenceLimit}
+		TokenBudget: a.Budget, Evidence: a.Evidence, EvidenceLimit: a.EvidenceLimit}
 	if a.AsOf != nil {
 		q.AsOf = a.AsOf.Time
 	}
@@ -806,6 +806,7 @@ func (r *runner) ask(ctx context.Context, a *Ask) error {
 	}
 
 	// The facts it must present.
+	answered := len(a.Expect.Facts) > 0
 	all := append(slices.Clone(out.Facts), out.Related...)
 	for _, ef := range a.Expect.Facts {
 		var found, wrongStatus *recall.Fact
@@ -837,6 +838,10 @@ func (r *runner) ask(ctx context.Context, a *Ask) error {
 			r.find(StageRecall, "%s: the context lacks %s", question, want)
 		}
 		r.m.Facts.add(found != nil)
+		answered = answered && found != nil
+		if !isNull(ef.Value) {
+			r.m.Context.AnswerInContext.add(words.Holds(out.Rendered, valueText(ef.Value)))
+		}
 		if ef.Status == recall.Past {
 			r.m.PointInTime.add(found != nil)
 		}
@@ -855,11 +860,21 @@ func (r *runner) ask(ctx context.Context, a *Ask) error {
 		}
 	}
 
-	// Evidence recall@k.
+	// Evidence recall@k: an episode is cited as one of the first k
+	// evidence episodes, or as a source of a fact the context presents
+	// (its line names it, and quotes it when it can: recall's evidence
+	// "auto" does not cite it twice).
 	var cited []string
 	for i, e := range out.Evidence {
 		if i < k {
 			cited = append(cited, e.EpisodeID)
+		}
+	}
+	for _, f := range all {
+		for _, id := range f.Sources {
+			if !slices.Contains(cited, id) {
+				cited = append(cited, id)
+			}
 		}
 	}
 	found := 0
@@ -868,13 +883,24 @@ func (r *runner) ask(ctx context.Context, a *Ask) error {
 		if ok {
 			found++
 		} else {
-			r.find(StageRecall, "%s: did not cite episode %s among the first %d (cited %s)", question, id, k, listText(cited))
+			r.find(StageRecall, "%s: did not cite episode %s among the first %d evidence episodes or the facts' sources (cited %s)", question, id, k, listText(cited))
 		}
 		r.m.Evidence.add(ok)
 	}
 	if len(a.Expect.Evidence) > 0 {
 		r.m.Evidence.question(found, len(a.Expect.Evidence))
 	}
+
+	// What the context cost, beside the quota of evidence always.
+	always := out
+	if q.Evidence != recall.EvidenceAlways {
+		q.Evidence = recall.EvidenceAlways
+		if always, err = r.rc.Recall(ctx, q); err != nil {
+			r.find(StageRecall, "%s: recall with evidence always failed: %v", question, err)
+			always = out
+		}
+	}
+	r.m.Context.question(out.Tokens, always.Tokens, answered)
 
 	r.leaks(ctx, a, out)
 	return nil

@@ -189,6 +189,7 @@ type Ask struct {
 	AsOf          *Instant `json:"as_of"`
 	KnownAt       *Instant `json:"known_at"`
 	Budget        int      `json:"budget"`
+	Evidence      string   `json:"evidence"`
 	EvidenceLimit int      `json:"evidence_limit"`
 	Expect        Expect   `json:"expect"`
 }

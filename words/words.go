@@ -314,3 +314,26 @@ func Selective(terms []string, rows []int) []string {
 	}
 	return out
 }
+
+// Holds reports whether text holds phrase: every term of phrase (Terms,
+// any number of them) is a word of text, by stem; a phrase with no term
+// (stop words, one letter) is looked for as it is, case aside. It is how
+// the evaluation asks whether a context holds an answer ("7 May 2023"
+// is held by "on 7 May, 2023"), a proxy for what a model reading it could
+// answer; it knows nothing of paraphrase.
+func Holds(text, phrase string) bool {
+	terms := Terms(phrase, len(phrase))
+	if len(terms) == 0 {
+		return strings.Contains(strings.ToLower(text), strings.ToLower(strings.TrimSpace(phrase)))
+	}
+	have := map[string]bool{}
+	for _, w := range Tokens(text) {
+		have[Stem(w)] = true
+	}
+	for _, t := range terms {
+		if !have[Stem(t)] {
+			return false
+		}
+	}
+	return true
+}

@@ -119,3 +119,22 @@ func TestNames(t *testing.T) {
 		require.Equal(t, n, Name(n), "a name is in its own form")
 	}
 }
+
+func TestHolds(t *testing.T) {
+	for _, c := range []struct {
+		text, phrase string
+		want         bool
+	}{
+		{"Caroline: I went on 7 May, 2023.", "7 May 2023", true},
+		{"Melanie painted a sunrise.", "sunrise", true},
+		{"- mira passport_deadline = \"2026-06-30\"", "2026-06-30", true},
+		{"She paints lakes", "painting lakes", true}, // by stem
+		{"She paints lakes", "painting rivers", false},
+		{"It is a", "a", true},       // no term: as it is
+		{"nothing here", "A", false}, // nor there
+		{"Mira likes tea", "", true}, // the empty phrase
+		{"Gina's dance studio", "Gina", true},
+	} {
+		require.Equal(t, c.want, Holds(c.text, c.phrase), "%q in %q", c.phrase, c.text)
+	}
+}

@@ -53,6 +53,17 @@ type Results struct {
 	// Lexical is the same questions asked by words alone, beside fused
 	// figures, when both were asked for (sgam eval locomo --compare).
 	Lexical *Results `json:"lexical,omitempty"`
+	// Contexts are what the contexts an agent would be given held, by
+	// evidence mode and budget (context.go).
+	Contexts ContextResults `json:"contexts"`
+}
+
+// ContextResults are the context figures of every conversation and of
+// each half apart.
+type ContextResults struct {
+	All    []ContextFigures `json:"all"`
+	Tuned  []ContextFigures `json:"tuned"`
+	Unseen []ContextFigures `json:"unseen"`
 }
 
 // TenantOf is the tenant a conversation is captured under: one per
@@ -154,14 +165,16 @@ func Run(ctx context.Context, s Store, convs []Conversation, opts RunOptions) (*
 		}
 	}
 	maxK := TurnKs[len(TurnKs)-1]
+	var all, tuned, unseen contexts
 	for ci, c := range convs {
 		for _, q := range c.Questions {
 			if q.Category < 1 || q.Category > 4 {
 				continue
 			}
 			start := time.Now()
-			ctxt, err := r.Recall(ctx, recall.Query{Tenant: TenantOf(c), Question: q.Text, EvidenceLimit: maxK,
-				TokenBudget: recall.MaxBudget, Hops: recall.None})
+			// The ranking: the best maxK episodes, whatever their score.
+			ctxt, err := r.Recall(ctx, recall.Query{Tenant: TenantOf(c), Question: q.Text, Evidence: recall.EvidenceAlways,
+				EvidenceLimit: maxK, TokenBudget: recall.MaxBudget, Hops: recall.None})
 			elapsed := time.Since(start)
 			if err != nil {
 				return nil, fmt.Errorf("locomo: %s: %q: %w", c.ID, q.Text, err)
@@ -183,11 +196,27 @@ func Run(ctx context.Context, s Store, convs []Conversation, opts RunOptions) (*
 			} else {
 				res.Unseen.Add(q.Category, turn, session, elapsed)
 			}
+			half := &tuned
+			if ci >= 5 {
+				half = &unseen
+			}
+			for _, mode := range ContextModes {
+				for _, budget := range ContextBudgets {
+					ctxt, err := r.Recall(ctx, recall.Query{Tenant: TenantOf(c), Question: q.Text, Evidence: mode,
+						EvidenceLimit: ContextLimit, TokenBudget: budget})
+					if err != nil {
+						return nil, fmt.Errorf("locomo: %s: %q: %w", c.ID, q.Text, err)
+					}
+					all.add(mode, budget, q, ctxt)
+					half.add(mode, budget, q, ctxt)
+				}
+			}
 			res.Questions++
 			if opts.Progress != nil {
 				opts.Progress(res.Questions, total)
 			}
 		}
 	}
+	res.Contexts = ContextResults{All: all.figures(), Tuned: tuned.figures(), Unseen: unseen.figures()}
 	return res, nil
 }

@@ -162,8 +162,12 @@ per question, and the time. Categories 1-4 by default (--categories);
 					}
 					fmt.Fprintln(w)
 				}
+				fmt.Fprintf(w, "the contexts an agent is given (at most %d evidence episodes; answer in context: categories 1, 2 and 4):\n", locomo.ContextLimit)
+				if err := locomo.WriteContexts(w, res); err != nil {
+					return err
+				}
 				if lexical != nil {
-					fmt.Fprintln(w, "lexical against "+search+", categories 1-4:")
+					fmt.Fprintln(w, "\nlexical against "+search+", categories 1-4:")
 					return locomo.WriteComparison(w, lexical, res)
 				}
 				return nil
