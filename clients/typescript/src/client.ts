@@ -149,14 +149,28 @@ function opName(op: Op): string {
   return `${op.method} ${op.route}`;
 }
 
+/** The name the API's errors give a path parameter: an `{id}` is an episode's, a fact's or a pending candidate's. */
+function paramField(route: string, param: string): string {
+  if (param !== "id") return param;
+  if (route.startsWith("/v1/episodes/")) return "episode_id";
+  if (route.startsWith("/v1/facts/")) return "fact_id";
+  if (route.startsWith("/v1/pending/")) return "pending_id";
+  return param;
+}
+
 function buildPath(op: Op): string {
   let p = op.route;
   for (const [k, v] of Object.entries(op.pathParams ?? {})) {
     const s = String(v);
-    // An empty id would name another route; a bare dot segment is cleaned
-    // away by fetch's URL parser, even escaped (%2E), so it cannot be sent.
-    if (s === "") throw new Invalid("is required", { field: k, operation: opName(op) });
-    if (s === "." || s === "..") throw new Invalid(`${JSON.stringify(s)} cannot be sent in a URL path by fetch`, { field: k, operation: opName(op) });
+    // An empty id would name another route. A "." or ".." segment is removed
+    // by the WHATWG URL parser every fetch uses, even escaped as %2E, so such
+    // an id cannot reach the server (which reads %2E as "." in a subject).
+    if (s === "") throw new Invalid("is required", { field: paramField(op.route, k), operation: opName(op) });
+    if (s === "." || s === "..") {
+      throw new Invalid(`${JSON.stringify(s)} cannot be sent as a URL path segment by fetch, even escaped`, {
+        field: paramField(op.route, k), operation: opName(op),
+      });
+    }
     p = p.replace(`{${k}}`, encodeURIComponent(s));
   }
   return p;
@@ -418,7 +432,7 @@ export class Episodes extends Group {
     });
   }
 
-  /** GET /v1/episodes: the tenant's episodes, newest first, optionally of one session. */
+  /** GET /v1/episodes: the tenant's episodes, oldest first, optionally of one session. */
   async list(options: { session?: string; limit?: number } = {}): Promise<Episode[]> {
     return (await this.c.call<{ episodes: Episode[] }>({ method: "GET", route: "/v1/episodes", query: options, idempotent: true })).episodes;
   }
