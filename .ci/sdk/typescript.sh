@@ -4,11 +4,15 @@
 #   bash .ci/sdk/typescript.sh [node --test options]
 #
 # 1. `npm ci` in clients/typescript: its devDependencies only (typescript,
-#    @types/node), every version pinned by package-lock.json; the package has
-#    no runtime dependencies, which this script checks;
+#    @types/node, and `ai` for the AI SDK tools of @sgam/client/ai), every
+#    version pinned by package-lock.json; the package has no runtime
+#    dependencies (`ai` is an optional peer), which this script checks;
 # 2. the build (tsc: dist/, what `npm pack` ships) and the tests' build
 #    (build/), then `npm pack --dry-run`;
-# 3. .ci/sdk/serve.sh starts the servers (sgam built from this checkout, or
+# 3. the AI SDK example (examples/typescript/ai-sdk-capture-loop): `npm ci`
+#    there (the package as packed, and the example's pinned dependencies),
+#    then its type check; test/capture.test.ts runs it;
+# 4. .ci/sdk/serve.sh starts the servers (sgam built from this checkout, or
 #    $SGAM_BIN), `node --test` runs the tests against them, and the servers
 #    are stopped, pass or fail.
 #
@@ -50,6 +54,10 @@ rm -rf dist build
 npx --no-install tsc -p tsconfig.json
 npx --no-install tsc -p tsconfig.test.json
 npm pack --dry-run --loglevel=error >/dev/null 2>&1 || { echo "typescript.sh: npm pack failed" >&2; npm pack --dry-run; exit 1; }
+
+example=$root/examples/typescript/ai-sdk-capture-loop
+echo "typescript.sh: the AI SDK example: npm ci and its type check" >&2
+(cd "$example" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent check)
 
 bash "$root/.ci/sdk/serve.sh" start "$serve"
 

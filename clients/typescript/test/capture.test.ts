@@ -1,10 +1,14 @@
-// Capture in a loop (TurnMemory) with the AI SDK, against the real server,
-// whose scripted model extracts "Name's attribute is value." sentences.
+// Capture in a loop (TurnMemory) and its AI SDK example, against the real
+// server, whose scripted model extracts "Name's attribute is value." sentences.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
 import { generateText, type ModelMessage } from "ai";
 import { TurnMemory, lastTurn, messageText, turnText } from "../src/index.js";
-import { client, needsServer, uid } from "./helpers.js";
+import { REPO, client, env, keys, needsServer, uid } from "./helpers.js";
 import { answer, promptTexts, scripted } from "./mockmodel.js";
 
 test("a turn's text, and the last turn of AI SDK messages", () => {
@@ -95,4 +99,18 @@ test("a second tenant's turns recall nothing of the first's", needsServer, async
   const block = await other.context(`What is ${name}'s pin?`);
   assert.ok(!block.includes("secret"), block);
   assert.ok(!block.split("\n").slice(1).join("\n").includes(name), block);
+});
+
+const EXAMPLE = path.join(REPO, "examples", "typescript", "ai-sdk-capture-loop");
+const exampleInstalled = existsSync(path.join(EXAMPLE, "node_modules", "@sgam", "client"));
+
+test("the AI SDK example runs", {
+  skip: needsServer.skip || (exampleInstalled ? false : "the example's packages are not installed (npm ci in its directory; typescript.sh does)"),
+}, async () => {
+  const key = env().SGAM_ALPHA_WRITE_KEY!;
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, SGAM_URL: env().SGAM_URL, SGAM_API_KEY: key };
+  delete childEnv.OPENAI_BASE_URL; // the offline stand-in model
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, ["main.mjs"], { cwd: EXAMPLE, env: childEnv, timeout: 120_000 });
+  assert.ok(stdout.includes(`assistant: From memory: mira's favorite color is "teal"`), stdout + stderr);
+  for (const k of keys()) assert.ok(!(stdout + stderr).includes(k), "a key in the example's output");
 });
