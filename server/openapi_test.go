@@ -57,6 +57,44 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	require.JSONEq(t, string(openAPI), rec.Body.String())
 }
 
+// TestOpenAPIOperationIDs: every operation has an operationId, unique in
+// the document (what client generators name their methods by), and one
+// tag of the document's list (what they group them by).
+func TestOpenAPIOperationIDs(t *testing.T) {
+	var doc struct {
+		Tags []struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		} `json:"tags"`
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(openAPI, &doc))
+	tags := map[string]bool{}
+	for _, tag := range doc.Tags {
+		require.NotEmpty(t, tag.Description, tag.Name)
+		tags[tag.Name] = true
+	}
+	used := map[string]bool{}
+	ids := map[string]string{}
+	for path, ops := range doc.Paths {
+		for method, raw := range ops {
+			var op struct {
+				OperationID string   `json:"operationId"`
+				Tags        []string `json:"tags"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &op), path)
+			where := method + " " + path
+			require.NotEmpty(t, op.OperationID, where)
+			require.NotContains(t, ids, op.OperationID, "%s: operationId %q is %s's too", where, op.OperationID, ids[op.OperationID])
+			ids[op.OperationID] = where
+			require.Len(t, op.Tags, 1, where)
+			require.True(t, tags[op.Tags[0]], "%s: tag %q is not in the document's tags", where, op.Tags[0])
+			used[op.Tags[0]] = true
+		}
+	}
+	require.Equal(t, tags, used, "every tag names some operation")
+}
+
 func keys(m map[string]sgam.Role) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
