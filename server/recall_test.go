@@ -95,3 +95,59 @@ func testRecallRoute(t *testing.T, open opener) {
 		require.Equal(t, bad.field, field, bad.body)
 	}
 }
+
+func TestRecallRevoked(t *testing.T) { eachStore(t, testRecallRevoked) }
+
+// testRecallRevoked is issue 26's support conversation: Mira prefers
+// concise answers (e1), then says she no longer does (e6). The none line
+// names what ended the value and quotes e6; with evidence always, e1 is
+// marked stale below e6; asked about the past, e1 is the answer; a second
+// tenant with the same words sees none of it.
+func testRecallRevoked(t *testing.T, open opener) {
+	e := newEnv(t, open)
+	for _, w := range []struct{ key, route, body string }{
+		{"acme-write", "/v1/episodes", `{"episode_id":"e1","session":"s1","content":"Hi, I'm Mira. I prefer concise answers.","occurred_at":"2026-06-01T09:00:00Z"}`},
+		{"acme-write", "/v1/facts", `{"subject":"mira","attribute":"answer_style","value":"concise","valid_from":"2026-06-01T09:00:00Z","source":"e1"}`},
+		{"acme-write", "/v1/episodes", `{"episode_id":"e4","session":"s1","content":"Thanks, that is all for today.","occurred_at":"2026-06-04T09:00:00Z"}`},
+		{"acme-write", "/v1/episodes", `{"episode_id":"e6","session":"s2","content":"I no longer want concise answers; detail is fine.","occurred_at":"2026-06-05T09:00:00Z"}`},
+		{"acme-write", "/v1/facts/retract", `{"subject":"mira","attribute":"answer_style","at":"2026-06-05T09:00:00Z","source":"e6"}`},
+		{"globex-admin", "/v1/episodes", `{"episode_id":"g1","content":"Mira prefers concise answers, and no longer wants them.","occurred_at":"2026-06-01T09:00:00Z"}`},
+	} {
+		st, body := e.do("POST", w.route, w.key, w.body)
+		require.Equal(t, 200, st, "%s %v", w.route, body)
+	}
+	q := `"Does Mira still prefer concise answers?"`
+
+	st, body := e.do("POST", "/v1/recall", "acme-read", `{"question":`+q+`}`)
+	require.Equal(t, 200, st, "%v", body)
+	require.Empty(t, body["facts"])
+	require.Contains(t, body["rendered"], `- none: no value of answer_style of mira since 2026-06-05 (revoked by e6: "I no longer want concise answers; detail is fine.")`)
+	for _, ev := range body["evidence"].([]any) {
+		require.NotEqual(t, "e1", ev.(map[string]any)["episode_id"], "the stale statement is not cited when the facts answer")
+	}
+
+	st, body = e.do("POST", "/v1/recall", "acme-read", `{"question":`+q+`,"evidence":"always","evidence_limit":2}`)
+	require.Equal(t, 200, st, "%v", body)
+	var ids []any
+	for _, ev := range body["evidence"].([]any) {
+		ids = append(ids, ev.(map[string]any)["episode_id"])
+	}
+	require.Equal(t, []any{"e6", "e1"}, ids, "what ended the value above the stale statement")
+	require.Contains(t, body["rendered"], `(superseded: mira.answer_style "concise" revoked 2026-06-05 by e6)`)
+
+	st, body = e.do("POST", "/v1/recall", "acme-read", `{"question":"What did Mira prefer on June 2, 2026?","subjects":["mira"],"attributes":["answer_style"]}`)
+	require.Equal(t, 200, st, "%v", body)
+	facts := body["facts"].([]any)
+	require.Len(t, facts, 1)
+	require.Equal(t, "concise", facts[0].(map[string]any)["value"])
+	require.Equal(t, []any{"e1"}, facts[0].(map[string]any)["sources"])
+	require.NotContains(t, body["rendered"], "superseded:")
+
+	st, body = e.do("POST", "/v1/recall", "globex-admin", `{"question":`+q+`,"evidence":"always"}`)
+	require.Equal(t, 200, st, "%v", body)
+	require.Empty(t, body["facts"])
+	require.NotContains(t, body["rendered"], "superseded")
+	for _, ev := range body["evidence"].([]any) {
+		require.Equal(t, "g1", ev.(map[string]any)["episode_id"])
+	}
+}

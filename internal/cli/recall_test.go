@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -95,4 +96,40 @@ func TestRecallCommand(t *testing.T) {
 	require.Equal(t, "reindexed 3 episodes\n", r.stdout)
 	r = as("acme", "reindex", "--only", "globex")
 	require.Equal(t, "reindexed 1 episodes\n", r.stdout)
+}
+
+// TestRecallRevokedCommand is issue 26's support conversation through sgam
+// recall: the none line names the episode that revoked the preference and
+// quotes it; --evidence always marks the stale statement below it.
+func TestRecallRevokedCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	as := func(tenant string, args ...string) result {
+		return sgamRun(t, "", append([]string{"--db", db, "--tenant", tenant}, args...)...)
+	}
+	for _, w := range [][]string{
+		{"acme", "episode", "add", "--id", "e1", "--session", "s1", "--occurred-at", "2026-06-01T09:00:00Z", "--content", "Hi, I'm Mira. I prefer concise answers."},
+		{"acme", "assert", "mira", "answer_style", `"concise"`, "--valid-from", "2026-06-01T09:00:00Z", "--source", "e1"},
+		{"acme", "episode", "add", "--id", "e6", "--session", "s2", "--occurred-at", "2026-06-05T09:00:00Z", "--content", "I no longer want concise answers; detail is fine."},
+		{"acme", "retract", "mira", "answer_style", "--at", "2026-06-05T09:00:00Z", "--source", "e6"},
+		{"globex", "episode", "add", "--id", "g1", "--occurred-at", "2026-06-01T09:00:00Z", "--content", "Mira prefers concise answers, and no longer wants them."},
+	} {
+		r := as(w[0], w[1:]...)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	q := "Does Mira still prefer concise answers?"
+	r := as("acme", "recall", q)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `- none: no value of answer_style of mira since 2026-06-05 (revoked by e6: "I no longer want concise answers; detail is fine.")`)
+	require.NotContains(t, r.stdout, "- e1 |")
+
+	r = as("acme", "recall", q, "--evidence", "always", "--evidence-limit", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "- e6 |")
+	require.Contains(t, r.stdout, `(superseded: mira.answer_style "concise" revoked 2026-06-05 by e6)`)
+	require.Less(t, strings.Index(r.stdout, "- e6 |"), strings.Index(r.stdout, "- e1 |"))
+
+	r = as("globex", "recall", q, "--evidence", "always")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "superseded")
+	require.NotContains(t, r.stdout, "e6")
 }
