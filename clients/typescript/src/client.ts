@@ -132,6 +132,8 @@ export interface RecallOptions extends AtOptions {
   subjects?: string[];
   attributes?: string[];
   budget?: number;
+  /** auto (the default): at most evidence_limit episodes, near the best match, and only what the facts' quotes leave out when they answer; always; none. */
+  evidence?: "auto" | "always" | "none";
   evidence_limit?: number;
   hops?: number;
   session?: string;
