@@ -280,8 +280,13 @@ func TestSubjectFormatCharacters(t *testing.T) {
 		require.Contains(t, err.Error(), fmt.Sprintf("U+%04X", r))
 		require.Error(t, sgam.Key{Tenant: "acme", Subject: s, Attribute: "a"}.Check())
 	}
-	for _, s := range []string{"mira", "Mira Østby", "ミラ", "мира", "مِيرا", "mira@example.com", "a b"} {
+	for _, s := range []string{"mira", "Mira Østby", "ミラ", "мира", "مِيرا", "mira@example.com", "a b", "...", ".mira", "a/.."} {
 		require.NoError(t, sgam.CheckSubject(s), s)
+	}
+	// A path segment "." or ".." is removed by URL parsers: no subject
+	// may be one, or it could be written but not read by path.
+	for _, s := range []string{".", ".."} {
+		require.Equal(t, "subject", sgam.ErrorField(sgam.CheckSubject(s)), s)
 	}
 }
 

@@ -106,8 +106,14 @@ func checkText(field, s string, max int, required bool) error {
 // CheckTenant validates a tenant id.
 func CheckTenant(tenant string) error { return checkIdentifier("tenant", tenant, maxTenantBytes) }
 
-// CheckSubject validates a subject id.
+// CheckSubject validates a subject id. "." and ".." are refused: a
+// subject is read at /v1/subjects/{subject}, and every fetch client's URL
+// parser removes such a path segment, even escaped as %2E, so a subject of
+// that id could be written but never read by them.
 func CheckSubject(subject string) error {
+	if subject == "." || subject == ".." {
+		return withReason(RejectInvalidSubject, Errorf(Invalid, "subject", "%q cannot be a subject id: a URL path segment of it is removed by HTTP clients", subject))
+	}
 	return withReason(RejectInvalidSubject, checkText("subject", subject, maxSubjectBytes, true))
 }
 
