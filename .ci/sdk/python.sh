@@ -19,25 +19,9 @@
 # the end; $SGAM_SDK_WORK names one to keep instead.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+name=python.sh
+source "$(dirname "$0")/work.sh"
 python=${SGAM_SDK_PYTHON:-python3}
-keep=${SGAM_SDK_WORK:+1}
-work=${SGAM_SDK_WORK:-$(mktemp -d -t sgam-sdk-python.XXXXXX)}
-mkdir -p "$work"
-start=$(date +%s)
-
-serve=$work/serve
-finish() {
-	local status=$?
-	bash "$root/.ci/sdk/serve.sh" stop "$serve" || true
-	if [[ $status != 0 && -f $serve/serve.log ]]; then
-		echo "python.sh: the server's last log lines:" >&2
-		tail -n 20 "$serve/serve.log" >&2 || true
-	fi
-	[[ -n $keep ]] || rm -rf "$work"
-	exit $status
-}
-trap finish EXIT
 
 "$python" - <<'PY'
 import sys
