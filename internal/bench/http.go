@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/store"
 )
 
@@ -33,6 +34,10 @@ const (
 	PhaseAssert     = "assert"      // POST /v1/facts, a new value for an existing key
 	PhaseGetAsOf    = "get_as_of"   // the same GET with ?as_of= a past instant
 	PhaseRecall     = "recall"      // POST /v1/recall, a question naming a subject and words it said
+	// PhaseRecallInProcess asks the same questions of recall in this
+	// process, over the same file, with as many workers: what HTTP costs
+	// above recall is the difference.
+	PhaseRecallInProcess = "recall_in_process"
 )
 
 // AttributesPerSubject is how many attributes each seeded subject has:
@@ -228,7 +233,16 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (res HTTPResult, err error) 
 		{PhaseAssert, func(w *worker) error { return w.assert(l, &written) }},
 		{PhaseGetAsOf, func(w *worker) error { return w.get(l, "?as_of="+asOf) }},
 		{PhaseRecall, func(w *worker) error { return w.recall(l) }},
+		{PhaseRecallInProcess, func(w *worker) error { return w.recallInProcess(ctx, l) }},
 	}
+	// The in-process phase's own store, opened beside the server's (a
+	// SQLite file or a PostgreSQL database is shared by processes).
+	local, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		return res, err
+	}
+	defer local.Close()
+	l.recaller = recall.New(local)
 	for _, p := range phases {
 		ph, err := l.run(ctx, srv, p.name, p.do)
 		if err != nil {
@@ -505,6 +519,7 @@ type load struct {
 	opts      HTTPOptions
 	subs      int
 	questions []string // of the recall phase, JSON strings
+	recaller  *recall.Recaller
 }
 
 func newLoad(url, token string, opts HTTPOptions) *load {
@@ -573,10 +588,11 @@ func (l *load) run(ctx context.Context, srv *server, name string, do func(w *wor
 		}
 	}
 	label := map[string]string{
-		PhaseGetCurrent: "current-state GET",
-		PhaseAssert:     "assert (POST /v1/facts)",
-		PhaseGetAsOf:    "GET at a past as_of",
-		PhaseRecall:     "recall (POST /v1/recall)",
+		PhaseGetCurrent:      "current-state GET",
+		PhaseAssert:          "assert (POST /v1/facts)",
+		PhaseGetAsOf:         "GET at a past as_of",
+		PhaseRecall:          "recall (POST /v1/recall)",
+		PhaseRecallInProcess: "recall in process",
 	}[name]
 	if _, err := loop(label+", warm-up", l.opts.Warmup); err != nil {
 		return HTTPPhase{}, err
@@ -667,6 +683,16 @@ func (w *worker) post(l *load, path, want string) error {
 	r = append(r, "\r\n\r\n"...)
 	w.req = append(r, w.body...)
 	return w.do(l, want)
+}
+
+// recallInProcess asks one of the questions of recall in this process.
+func (w *worker) recallInProcess(ctx context.Context, l *load) error {
+	q, err := strconv.Unquote(l.questions[w.rng.IntN(len(l.questions))])
+	if err != nil {
+		return err
+	}
+	_, err = l.recaller.Recall(ctx, recall.Query{Tenant: l.opts.Tenant, Question: q})
+	return err
 }
 
 // recall asks one of the questions with POST /v1/recall.
