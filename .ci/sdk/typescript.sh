@@ -32,8 +32,22 @@ if (Object.keys(pkg.dependencies ?? {}).length) { console.error("typescript.sh: 
 ' "$pkg/package.json"
 
 cd "$pkg"
+# The registry drops a connection now and then (ECONNRESET mid-download):
+# npm retries each fetch, and a whole install that still fails is tried
+# again, from the same lock.
+export npm_config_fetch_retries=5 npm_config_fetch_retry_mintimeout=2000 npm_config_fetch_retry_maxtimeout=30000
+npm_ci() {
+	local try
+	for try in 1 2 3; do
+		npm ci --no-audit --no-fund --loglevel=error && return 0
+		echo "typescript.sh: npm ci failed (try $try of 3) in $PWD" >&2
+		sleep $((try * 5))
+	done
+	return 1
+}
+
 echo "typescript.sh: npm ci (devDependencies from package-lock.json)" >&2
-npm ci --no-audit --no-fund --loglevel=error
+npm_ci
 rm -rf dist build
 npx --no-install tsc -p tsconfig.json
 npx --no-install tsc -p tsconfig.test.json
@@ -41,7 +55,7 @@ npm pack --dry-run --loglevel=error >/dev/null 2>&1 || { echo "typescript.sh: np
 
 example=$root/examples/typescript/ai-sdk-capture-loop
 echo "typescript.sh: the AI SDK example: npm ci and its type check" >&2
-(cd "$example" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent check)
+(cd "$example" && npm_ci && npm run --silent check)
 
 bash "$root/.ci/sdk/serve.sh" start "$serve"
 
