@@ -14,9 +14,9 @@ import (
 
 // gather does every store read of one recall, in the order the reads
 // depend on each other: the tenant's schema (for the instants); the
-// evidence's candidates (search, vectors, the conversation around them);
-// the subjects (named by the question, of the session, else of the best
-// evidence); the attributes of the subjects; their state and history; the
+// evidence's candidates (search, vectors, the episodes of the period the
+// question names, the conversation around them); the subjects (named by
+// the question, of the session, else of the best evidence); the attributes of the subjects; their state and history; the
 // facts related through references; the records and episodes the quotes
 // of the facts come from. Where what to read next depends on a ranking
 // (the subjects of the best evidence, the relations of the facts first
@@ -67,7 +67,7 @@ func (g *gather) read(now time.Time) (answer, error) {
 	g.at = sgam.At{AsOf: g.out.AsOf, KnownAt: g.out.KnownAt}
 
 	if g.q.EvidenceLimit != None && g.q.Question != "" {
-		p, err := g.pool()
+		p, err := g.pool(found.Period)
 		if err != nil {
 			return a, err
 		}
@@ -129,16 +129,18 @@ func (r *Recaller) schema(ctx context.Context, tenant string) (*tenantSchema, er
 }
 
 // pool reads the evidence's candidates: the index's best episodes for the
-// question (fused with the vectors' nearest, with an embedder), and the
-// conversation around the best of them, in one read.
-func (g *gather) pool() (pool, error) {
+// question (fused with the vectors' nearest, with an embedder), the
+// episodes that occurred in the period the question names when it is
+// short (weights.periodDays), and the conversation around the best of
+// them, in one read.
+func (g *gather) pool(period when.Period) (pool, error) {
 	depth := g.w.searchDepth(g.q.EvidenceLimit)
 	g.out.Search = "lexical"
 	hits, err := g.r.store.SearchEpisodes(g.ctx, sgam.SearchQuery{Tenant: g.q.Tenant, Text: g.q.Question, Limit: depth, KnownAt: g.at.KnownAt, NoSnippet: true})
 	if err != nil {
 		return pool{}, err
 	}
-	p := pool{hits: hits}
+	p := pool{hits: hits, period: period, asksWhen: asksWhen(g.q.Question)}
 	if g.r.embed != nil && g.r.vectors != nil {
 		near, err := g.nearest(depth)
 		if err != nil {
@@ -147,6 +149,11 @@ func (g *gather) pool() (pool, error) {
 		if len(near) > 0 {
 			p.hits = fuse(hits, near, depth, g.w)
 			g.out.Search = "lexical+vector (" + g.r.embed.Model() + ")"
+		}
+	}
+	if !period.IsZero() && period.End.Sub(period.Start) <= time.Duration(g.w.periodDays)*24*time.Hour {
+		if p.hits, err = g.inPeriod(p.hits, period); err != nil {
+			return pool{}, err
 		}
 	}
 	if ids := g.w.expand(p.hits); len(ids) > 0 {
@@ -163,6 +170,28 @@ func (g *gather) pool() (pool, error) {
 		}
 	}
 	return p, nil
+}
+
+// inPeriod returns the hits followed by the episodes that occurred in the
+// period (the first periodRead of them, recorded by the read's known_at)
+// that are not among them, with score 0: rankEvidence ranks them by their
+// words, their period and their conversation.
+func (g *gather) inPeriod(hits []sgam.EpisodeHit, period when.Period) ([]sgam.EpisodeHit, error) {
+	eps, err := g.r.store.Episodes(g.ctx, sgam.EpisodeQuery{Tenant: g.q.Tenant, Since: period.Start,
+		Before: period.End.Add(time.Microsecond), Limit: g.w.periodRead})
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(hits))
+	for _, h := range hits {
+		have[h.Episode.ID] = true
+	}
+	for _, e := range eps {
+		if !have[e.ID] && !e.RecordedAt.After(g.at.KnownAt) {
+			hits = append(hits, sgam.EpisodeHit{Episode: e})
+		}
+	}
+	return hits, nil
 }
 
 // nearest reads the episodes nearest to the question's vector. When the

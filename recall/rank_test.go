@@ -2,15 +2,23 @@ package recall
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/recall/when"
 )
 
 // ep is an episode of a session ("" for none).
 func ep(id, session, content string) sgam.Episode {
 	return sgam.Episode{Tenant: "acme", ID: id, Session: session, Content: content}
+}
+
+// occurred is e occurring at the RFC 3339 instant s.
+func occurred(e sgam.Episode, s string) sgam.Episode {
+	e.OccurredAt, _ = time.Parse(time.RFC3339, s)
+	return e
 }
 
 func hitOf(e sgam.Episode, score float64) sgam.EpisodeHit {
@@ -21,7 +29,7 @@ func hitOf(e sgam.Episode, score float64) sgam.EpisodeHit {
 // those set by set.
 func only(set func(*weights)) weights {
 	w := defaultWeights
-	w.session, w.after, w.before, w.far, w.coverage = 0, 0, 0, 0, 0
+	w.session, w.sessionCoverage, w.after, w.before, w.far, w.coverage, w.period, w.dated = 0, 0, 0, 0, 0, 0, 0, 0
 	if set != nil {
 		set(&w)
 	}
@@ -73,18 +81,41 @@ func TestRankEvidence(t *testing.T) {
 			p:     pool{hits: []sgam.EpisodeHit{hitOf(ep("rare", "", "lake lake lake"), 2), hitOf(ep("most", "", "we painted the lake at sunrise"), 1)}},
 			terms: []string{"painting", "lake", "sunrise"}, limit: 5, w: only(func(w *weights) { w.coverage = 1.3 }),
 			want: []want{{"most", 0.5 + 1.3}, {"rare", 1 + 1.3/3}}},
+		{name: "session coverage: the session whose turns hold the question's terms between them",
+			p: pool{hits: []sgam.EpisodeHit{hitOf(ep("x", "s2", "the lake"), 2), hitOf(ep("a1", "s1", "the lake"), 1.8),
+				hitOf(ep("a2", "s1", "at sunrise"), 1.8)}},
+			terms: []string{"lake", "sunrise"}, limit: 5,
+			w: only(func(w *weights) { w.session, w.sessionTop, w.sessionCoverage = 1, 1, 1 }),
+			// s1: 0.9 + 2/2, s2: 1 + 1/2; without the coverage x (1 + 1)
+			// would outrank a1 and a2 (0.9 + 0.9).
+			want: []want{{"a1", 0.9 + 1}, {"a2", 0.9 + 1}, {"x", 1 + 1.5/1.9}}},
+		{name: "an episode of the question's period",
+			p: pool{hits: []sgam.EpisodeHit{hitOf(occurred(ep("out", "", "out"), "2023-06-01T10:00:00Z"), 2), hitOf(occurred(ep("in", "", "in"), "2023-05-31T23:00:00Z"), 1)},
+				period: when.Parse("what did we do in May 2023?", time.Now()).Period},
+			limit: 5, w: only(func(w *weights) { w.period = 1 }),
+			want: []want{{"in", 0.5 + 1}, {"out", 1}}},
+		{name: "a question that asks when: the turn that says when",
+			p: pool{hits: []sgam.EpisodeHit{hitOf(ep("a", "", "we went hiking"), 2), hitOf(ep("b", "", "we went hiking last week"), 1.5)},
+				asksWhen: true},
+			limit: 5, w: only(func(w *weights) { w.dated = 0.7 }),
+			want: []want{{"b", 0.75 + 0.7}, {"a", 1}}},
+		{name: "a question that does not ask when: the index's order",
+			p:     pool{hits: []sgam.EpisodeHit{hitOf(ep("a", "", "we went hiking"), 2), hitOf(ep("b", "", "we went hiking last week"), 1.5)}},
+			limit: 5, w: only(func(w *weights) { w.dated = 0.7 }),
+			want: []want{{"a", 1}, {"b", 0.75}}},
 		{name: "fused scores, relative to the best",
 			p: pool{hits: fuse([]sgam.EpisodeHit{hitOf(ep("a", "", "a"), 4), hitOf(ep("b", "", "b"), 2)},
 				[]sgam.EpisodeHit{hitOf(ep("b", "", "b"), 0.9), hitOf(ep("c", "", "c"), 0.5)}, 10, defaultWeights)},
 			limit: 5, w: only(nil),
-			// a 1, b 0.5 + 0.5 × 1, c 0.5 × 0: equal a and b by id.
-			want: []want{{"a", 1}, {"b", 1}, {"c", 0}}},
+			// a 1, b 0.5 + 0.7 × 1, c 0.7 × 0; relative to b's.
+			want: []want{{"b", 1}, {"a", 1 / 1.2}, {"c", 0}}},
 		{name: "the default weights: the answer after the question outranks a hit of another session",
 			p: pool{hits: []sgam.EpisodeHit{hitOf(question, 2), hitOf(aside, 1)},
 				windows: map[string]sgam.Window{"q": {After: []sgam.Episode{answer}}}},
 			terms: []string{"paint"}, limit: 2, w: defaultWeights,
-			// q: own 1, covers the question (1.3), the best session (1);
-			// a: 0.2 of q's own, and q's session; x: own 0.5, session 0.5.
+			// q: own 1, covers the question (1.3), the best session (1:
+			// s1 is q's 1 and its coverage 1, s2 x's 0.5); a: 0.2 of q's
+			// own, and q's session; x: own 0.5, session 0.5 / 2.
 			want: []want{{"q", 1 + 1.3 + 1}, {"a", 0.2*(1+1.3) + 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

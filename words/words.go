@@ -26,22 +26,53 @@ const MaxTerms = 32
 // inner apostrophe ("don't" is don, t): the indexes' tokenizers split
 // there too, and a term must be one of their tokens.
 func Tokens(text string) []string {
-	fields := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || isApostrophe(r))
-	})
-	out := make([]string, 0, len(fields))
-	for _, f := range fields {
-		f = strings.TrimSuffix(strings.TrimSuffix(f, "'s"), "’s")
-		f = strings.Trim(f, "'’")
+	// One pass over the text, without the apostrophes' rules for a word
+	// that has none: recall splits every candidate episode's words.
+	lower := strings.ToLower(text)
+	out := make([]string, 0, len(lower)/6+1)
+	start, apostrophe := -1, false
+	for i, r := range lower {
+		var in bool
 		switch {
-		case f == "":
-		case strings.ContainsAny(f, "'’"):
-			out = append(out, strings.FieldsFunc(f, isApostrophe)...)
+		case r < utf8.RuneSelf:
+			in = 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '\''
 		default:
-			out = append(out, f)
+			in = unicode.IsLetter(r) || unicode.IsDigit(r) || r == '’'
+		}
+		switch {
+		case !in:
+			if start >= 0 {
+				out = appendToken(out, lower[start:i], apostrophe)
+				start = -1
+			}
+		case start < 0:
+			start, apostrophe = i, isApostrophe(r)
+		default:
+			apostrophe = apostrophe || isApostrophe(r)
 		}
 	}
+	if start >= 0 {
+		out = appendToken(out, lower[start:], apostrophe)
+	}
 	return out
+}
+
+// appendToken appends the words of a field of letters, digits and
+// apostrophes (apostrophe: it has one) to out.
+func appendToken(out []string, f string, apostrophe bool) []string {
+	if !apostrophe {
+		return append(out, f)
+	}
+	f = strings.TrimSuffix(strings.TrimSuffix(f, "'s"), "’s")
+	f = strings.Trim(f, "'’")
+	switch {
+	case f == "":
+		return out
+	case strings.ContainsAny(f, "'’"):
+		return append(out, strings.FieldsFunc(f, isApostrophe)...)
+	default:
+		return append(out, f)
+	}
 }
 
 func isApostrophe(r rune) bool { return r == '\'' || r == '’' }

@@ -17,11 +17,27 @@ type Found struct {
 	KnownAtWhy string
 	// BeforeMigration: the question says "before the migration" (or "before the schema change"); the caller resolves it to an instant (known_at just before the tenant's latest schema change). KnownAtWhy holds the phrase.
 	BeforeMigration bool
+	// Period is the period the valid time phrase names, from its first
+	// microsecond to AsOf ("in May 2023" is all of May 2023, "on June 2,
+	// 2026" that day), when it names one: zero for an instant, for
+	// "before X", and when AsOf is zero.
+	Period Period
 	// Past: the question asks about the past or about history ("was", "were", "used to", "previously", "before", "history", "changed", "originally", "formerly", "at first", "earlier", "did ... have") or names a past instant; then superseded values may be shown (marked as past).
 	Past bool
 }
 
 const micro = time.Microsecond
+
+// Period is a span of time, both ends included.
+type Period struct{ Start, End time.Time }
+
+// IsZero reports whether p is no period.
+func (p Period) IsZero() bool { return p.End.IsZero() }
+
+// Holds reports whether t is within p.
+func (p Period) Holds(t time.Time) bool {
+	return !p.IsZero() && !t.Before(p.Start) && !t.After(p.End)
+}
 
 // Parse reads q relative to now (interpreted in now's location; callers pass UTC). It never fails: a phrase it cannot read with certainty is ignored, never guessed into a wrong date.
 func Parse(q string, now time.Time) Found {
@@ -41,7 +57,7 @@ func Parse(q string, now time.Time) Found {
 			continue
 		}
 		if n := p.lead(i); n > 0 {
-			if at, next, ok := p.timeAt(i + n); next > i+n {
+			if at, _, next, ok := p.timeAt(i + n); next > i+n {
 				if ok && f.KnownAtWhy == "" {
 					f.KnownAt, f.KnownAtWhy = at, p.why(i, next)
 				}
@@ -49,9 +65,12 @@ func Parse(q string, now time.Time) Found {
 				continue
 			}
 		}
-		if at, next, ok := p.timeAt(i); next > i {
+		if at, from, next, ok := p.timeAt(i); next > i {
 			if ok && f.AsOfWhy == "" {
 				f.AsOf, f.AsOfWhy = at, p.why(i, next)
+				if from.Before(at) {
+					f.Period = Period{from, at}
+				}
 			}
 			i = next
 			continue
@@ -201,11 +220,13 @@ var rangeWords = set("after", "since", "until", "till", "til", "from", "between"
 var units = set("day", "days", "week", "weeks", "month", "months", "year", "years", "hour", "hours", "minute", "minutes")
 
 // timeAt reads an optional prefix and a time expression at i. next > i
-// when it consumed tokens, ok when they give an instant. A prefixed
+// when it consumed tokens, ok when they give an instant; from is the
+// first instant of the period the expression names, when the instant is
+// its end (from == at for an instant or "before X"). A prefixed
 // expression is consumed even when it gives none, so that its tail is not
 // read again without the prefix ("until June 3, 2026" must not become "June
 // 3, 2026").
-func (p *parser) timeAt(i int) (at time.Time, next int, ok bool) {
+func (p *parser) timeAt(i int) (at, from time.Time, next int, ok bool) {
 	h, j := atEnd, i
 	for _, pf := range prefixes {
 		for _, ws := range pf.words {
@@ -219,16 +240,16 @@ func (p *parser) timeAt(i int) (at time.Time, next int, ok bool) {
 	}
 	e, found := p.expr(j)
 	if !found {
-		return time.Time{}, i, false
+		return time.Time{}, time.Time{}, i, false
 	}
 	// A bare lower-case word that needs a prefix is most likely no date at
 	// all ("where I sat yesterday"), so it does not spoil the next phrase.
 	if end := p.follows(e.next); end > 0 && (j > i || !e.needsPrefix || !unicode.IsLower(rune(p.t[i].text[0]))) {
-		return time.Time{}, end, false
+		return time.Time{}, time.Time{}, end, false
 	}
 	// "In March 5 people left": "in" takes no day, so the 5 is a count.
 	if j == i && e.needsPrefix || e.loose && !p.free(e.next) || h == inPeriod && e.day {
-		return time.Time{}, i, false
+		return time.Time{}, time.Time{}, i, false
 	}
 	if h == justBefore && i > 0 && units[p.t[i-1].low] || e.void {
 		h = ignored
@@ -241,18 +262,19 @@ func (p *parser) timeAt(i int) (at time.Time, next int, ok bool) {
 				next = e2.next
 			}
 		}
-		return time.Time{}, next, false
+		return time.Time{}, time.Time{}, next, false
 	}
-	at = e.end
+	at, from = e.end, e.start
 	if h == justBefore {
 		at = e.start.Add(-micro)
+		from = at
 	} else if e.relative && at.After(p.now) {
 		at = p.now
 	}
 	if y := at.Year(); y < 1 || y > 9999 {
-		return time.Time{}, next, false
+		return time.Time{}, time.Time{}, next, false
 	}
-	return at, next, true
+	return at, from, next, true
 }
 
 // follows reports where a time expression right after token j-1 ends, or

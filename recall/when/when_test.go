@@ -158,6 +158,38 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestPeriod: the period a valid time phrase names, from its first
+// microsecond to AsOf; none for an instant, "before X", a range or a
+// transaction time phrase.
+func TestPeriod(t *testing.T) {
+	start := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	for q, want := range map[string]Period{
+		"what did Mira paint in May 2023?":            {start(2023, 5, 1), end(2023, 5, 31)},
+		"what did Mira paint on 25 May, 2023?":        {start(2023, 5, 25), end(2023, 5, 25)},
+		"title on June 2, 2026":                       {start(2026, 6, 2), end(2026, 6, 2)},
+		"budget in 2027":                              {start(2027, 1, 1), end(2027, 12, 31)},
+		"title yesterday":                             {start(2026, 11, 30), end(2026, 11, 30)},
+		"title in December":                           {start(2026, 12, 1), now}, // cut at now
+		"title last week":                             {start(2026, 11, 23), end(2026, 11, 29)},
+		"title before June 3, 2026":                   {},
+		"title at 2026-06-02T10:00:00Z":               {},
+		"title between June 1, 2026 and June 3, 2026": {},
+		"what did we believe on June 2, 2026":         {},
+		"Is the wasp here?":                           {},
+	} {
+		f := Parse(q, now)
+		require.Equal(t, stamp(want.Start), stamp(f.Period.Start), q)
+		require.Equal(t, stamp(want.End), stamp(f.Period.End), q)
+		require.Equal(t, want.IsZero(), f.Period.IsZero(), q)
+		if !want.IsZero() {
+			require.Equal(t, f.AsOf, f.Period.End, q)
+			require.True(t, f.Period.Holds(want.Start) && f.Period.Holds(want.End), q)
+			require.False(t, f.Period.Holds(want.Start.Add(-micro)) || f.Period.Holds(want.End.Add(micro)), q)
+		}
+	}
+	require.False(t, Period{}.Holds(time.Time{}))
+}
+
 // TestLocation reads days in now's location, not in UTC.
 func TestLocation(t *testing.T) {
 	east := time.FixedZone("UTC-5", -5*3600)

@@ -1,0 +1,35 @@
+package recall_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sgam-dev/sgam/recall"
+)
+
+// TestPeriodEvidence: the episodes that occurred in the period a question
+// names are evidence even when the question's words miss them, and rank
+// first among those its words match alike; an episode recorded after the
+// read's known_at is not among them.
+func TestPeriodEvidence(t *testing.T) {
+	w := newWorld(t)
+	w.say("acme", "m1", "2026-05-02T10:00:00Z", "2026-05-02T10:00:00Z", "Mira: we adopted a puppy called Rex.", "", "", "")
+	w.say("acme", "m2", "2026-06-10T10:00:00Z", "2026-06-10T10:00:00Z", "Mira: the weather was grey and cold.", "", "", "")
+	w.say("acme", "m3", "2026-06-10T10:05:00Z", "2026-06-10T10:05:00Z", "Mira: the gallery took my painting.", "", "", "")
+	w.say("acme", "m4", "2026-05-02T18:00:00Z", "2026-06-20T09:00:00Z", "Mira: and we bought him a basket.", "", "", "")
+	w.clock.Set(ts(t, "2026-12-01T15:04:05Z"))
+
+	ask := func(q recall.Query) []string {
+		q.Tenant, q.Evidence, q.EvidenceLimit = "acme", recall.EvidenceAlways, 2
+		return evidenceIDs(w.recall(q))
+	}
+	// "happened" is no word of any episode: the day's are the evidence.
+	require.Empty(t, ask(recall.Query{Question: "What happened at the zoo?"}))
+	require.ElementsMatch(t, []string{"m1", "m4"}, ask(recall.Query{Question: "What happened on May 2, 2026?"}))
+	require.Equal(t, []string{"m1"}, ask(recall.Query{Question: "What happened on May 2, 2026?", KnownAt: ts(t, "2026-06-01T00:00:00Z")}),
+		"m4 was recorded later")
+	// Every episode says "Mira": those of the day named come first.
+	require.ElementsMatch(t, []string{"m2", "m3"}, ask(recall.Query{Question: "What did Mira do on June 10, 2026?"}))
+	require.ElementsMatch(t, []string{"m1", "m4"}, ask(recall.Query{Question: "What did Mira do in May 2026?"}))
+}
