@@ -127,15 +127,10 @@ per question, and the time. Categories 1-4 by default (--categories);
 			search := "lexical"
 			var cost *locomo.EmbedCost
 			if embed {
-				emb, err := llm.NewEmbedder(cfg)
-				if err != nil {
+				var emb llm.Embedder
+				if emb, cost, err = a.embedLoCoMo(s, cfg, n, p); err != nil {
 					return err
 				}
-				c, err := locomo.Embed(a.ctx, s, emb, n, func(done, total int) { p.update("embedding episodes", done, total) })
-				if err != nil {
-					return err
-				}
-				cost = &c
 				opts.Embedder, opts.Vectors, search = emb, s, "lexical+vector ("+emb.Model()+")"
 			}
 			res, err := locomo.Run(a.ctx, s, convs, opts)
@@ -178,4 +173,19 @@ per question, and the time. Categories 1-4 by default (--categories);
 	c.Flags().BoolVar(&compare, "compare", false, "with an embedding endpoint: ask every question by words alone too, and print both side by side")
 	af.add(c)
 	return c
+}
+
+// embedLoCoMo embeds the n captured LoCoMo episodes with the configured
+// embedding endpoint, as the queue's embedding job would, with progress,
+// and returns the embedder and what embedding cost.
+func (a *app) embedLoCoMo(s store.Store, cfg llm.EmbedConfig, n int, p *phases) (llm.Embedder, *locomo.EmbedCost, error) {
+	emb, err := llm.NewEmbedder(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := locomo.Embed(a.ctx, s, emb, n, func(done, total int) { p.update("embedding episodes", done, total) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return emb, &c, nil
 }

@@ -138,15 +138,10 @@ func (a *app) evalLocomoAnswer(s store.Store, convs []locomo.Conversation, r *an
 	}
 	var cost *locomo.EmbedCost
 	if embed {
-		emb, err := llm.NewEmbedder(embedCfg)
-		if err != nil {
+		var emb llm.Embedder
+		if emb, cost, err = a.embedLoCoMo(s, embedCfg, n, p); err != nil {
 			return err
 		}
-		c, err := locomo.Embed(a.ctx, s, emb, n, func(done, total int) { p.update("embedding episodes", done, total) })
-		if err != nil {
-			return err
-		}
-		cost = &c
 		r.opts.Embedder, r.opts.Vectors = emb, s
 	}
 	r.opts.Progress = func(done, total int) { p.update("questions", done, total) }
