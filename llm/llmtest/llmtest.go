@@ -252,22 +252,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveEmbeddings(w, r)
 		return
 	}
-	var body json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.refuse(w, "body is not JSON: %v", err)
+	req, c, ok := readCall(s, w, r, s.check)
+	if !ok {
 		return
 	}
-	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		s.refuse(w, "body: %v", err)
-		return
-	}
-	c, err := s.check(req)
-	if err != nil {
-		s.refuse(w, "%v", err)
-		return
-	}
-	c.Header, c.BodyJSON = r.Header.Clone(), body
 
 	rep, ok := s.reply(w, r, c)
 	if !ok {
@@ -476,4 +464,26 @@ func checkStrict(v any, at string) error {
 		}
 	}
 	return nil
+}
+
+// readCall reads a request body of type R, checks it as a strict server
+// would and records its headers and body on the call; a body that fails
+// is refused here (ok false).
+func readCall[R any](s *Server, w http.ResponseWriter, r *http.Request, check func(R) (Call, error)) (req R, c Call, ok bool) {
+	var body json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		s.refuse(w, "body is not JSON: %v", err)
+		return req, c, false
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		s.refuse(w, "body: %v", err)
+		return req, c, false
+	}
+	c, err := check(req)
+	if err != nil {
+		s.refuse(w, "%v", err)
+		return req, c, false
+	}
+	c.Header, c.BodyJSON = r.Header.Clone(), body
+	return req, c, true
 }

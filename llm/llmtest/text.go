@@ -68,22 +68,10 @@ func (s *TextServer) serveText(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(w, r) {
 		return
 	}
-	var body json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.refuse(w, "body is not JSON: %v", err)
+	_, c, ok := readCall(s.Server, w, r, s.checkText)
+	if !ok {
 		return
 	}
-	var req textRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		s.refuse(w, "body: %v", err)
-		return
-	}
-	c, err := s.checkText(req)
-	if err != nil {
-		s.refuse(w, "%v", err)
-		return
-	}
-	c.Header, c.BodyJSON = r.Header.Clone(), body
 
 	rep, ok := s.reply(w, r, c)
 	if !ok {
