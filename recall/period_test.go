@@ -18,6 +18,7 @@ func TestPeriodEvidence(t *testing.T) {
 	w.say("acme", "m2", "2026-06-10T10:00:00Z", "2026-06-10T10:00:00Z", "Mira: the weather was grey and cold.", "", "", "")
 	w.say("acme", "m3", "2026-06-10T10:05:00Z", "2026-06-10T10:05:00Z", "Mira: the gallery took my painting.", "", "", "")
 	w.say("acme", "m4", "2026-05-02T18:00:00Z", "2026-06-20T09:00:00Z", "Mira: and we bought him a basket.", "", "", "")
+	w.say("globex", "g1", "2026-05-02T11:00:00Z", "2026-05-02T11:00:00Z", "Mira: a day at the beach.", "", "", "")
 	w.clock.Set(ts(t, "2026-12-01T15:04:05Z"))
 
 	ask := func(q recall.Query) []string {
@@ -32,4 +33,9 @@ func TestPeriodEvidence(t *testing.T) {
 	// Every episode says "Mira": those of the day named come first.
 	require.ElementsMatch(t, []string{"m2", "m3"}, ask(recall.Query{Question: "What did Mira do on June 10, 2026?"}))
 	require.ElementsMatch(t, []string{"m1", "m4"}, ask(recall.Query{Question: "What did Mira do in May 2026?"}))
+
+	// The period's episodes are the tenant's own: globex's day is not
+	// acme's, and acme's is not globex's.
+	other := w.recall(recall.Query{Tenant: "globex", Question: "What happened on May 2, 2026?", Evidence: recall.EvidenceAlways, EvidenceLimit: 5})
+	require.Equal(t, []string{"g1"}, evidenceIDs(other))
 }
