@@ -1,7 +1,9 @@
 package recall
 
 import (
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/tiktoken-go/tokenizer"
 )
@@ -16,12 +18,61 @@ func Tokens(text string) int {
 	if enc == nil {
 		return conservative(text)
 	}
-	n, err := enc.Count(text)
-	if err != nil {
-		return conservative(text)
+	if !utf8.ValidString(text) {
+		// The tokenizer first replaces what is not UTF-8; pieces cuts
+		// only valid text.
+		n, err := enc.Count(text)
+		if err != nil {
+			return conservative(text)
+		}
+		return n
 	}
-	return n
+	// Cut by hand (pieces), each piece counted once for all texts.
+	var buf [64]string
+	cut := buf[:0]
+	pieces(text, func(p string) { cut = append(cut, p) })
+	total := 0
+	var missing []string
+	pieceCache.mu.RLock()
+	for _, p := range cut {
+		if n, ok := pieceCache.m[p]; ok {
+			total += n
+		} else {
+			missing = append(missing, p)
+		}
+	}
+	pieceCache.mu.RUnlock()
+	if len(missing) == 0 {
+		return total
+	}
+	counted := make([]int, len(missing))
+	for i, p := range missing {
+		n, err := enc.Count(p)
+		if err != nil {
+			n = conservative(p)
+		}
+		counted[i] = n
+		total += n
+	}
+	pieceCache.mu.Lock()
+	if len(pieceCache.m)+len(missing) > maxCachedPieces {
+		clear(pieceCache.m)
+	}
+	for i, p := range missing {
+		pieceCache.m[strings.Clone(p)] = counted[i]
+	}
+	pieceCache.mu.Unlock()
+	return total
 }
+
+// pieceCache holds the tokens of the pieces counted lately: words recur
+// across texts far more than lines do.
+var pieceCache = struct {
+	mu sync.RWMutex
+	m  map[string]int
+}{m: map[string]int{}}
+
+const maxCachedPieces = 1 << 16
 
 // lineTokens counts a rendered line with its newline, remembering the
 // latest lines counted: the same fact or episode is cited by many
