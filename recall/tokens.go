@@ -66,7 +66,10 @@ func Tokens(text string) int {
 }
 
 // pieceCache holds the tokens of the pieces counted lately: words recur
-// across texts far more than lines do.
+// across texts far more than lines do. Like the stems of package words,
+// it holds pieces of text alone (no tenant, no episode), in this
+// process's memory only: a forgotten episode's words may stay in it
+// until it is next emptied.
 var pieceCache = struct {
 	mu sync.RWMutex
 	m  map[string]int
