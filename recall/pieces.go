@@ -14,8 +14,9 @@ import (
 //	|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //
 // written out by hand, as the backtracking matcher the tokenizer uses
-// reads it (the first alternative that matches, each quantifier as long
-// as the rest still matches). Byte-pair encoding never merges across
+// reads it: the first alternative that matches, each quantifier as long
+// as the rest still matches, except where that matcher is found to do
+// otherwise (newlines). Byte-pair encoding never merges across
 // pieces, so a text's tokens are the sum of its pieces' (Tokens caches
 // them by piece). The expression's matcher is most of the cost of
 // counting, and allocates on every match. text must be valid UTF-8;
