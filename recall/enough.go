@@ -65,19 +65,26 @@ func answered(subjects, attrs []string, current []Fact, absent []absence, sc *te
 // fact's line cites its support already, and the whole episode would say
 // it twice.
 func supporting(ranked []sgam.EpisodeHit, a answer) []sgam.EpisodeHit {
-	unquoted := map[string]bool{}
-	need := func(f Fact) {
+	need := unquoted(a)
+	return slices.DeleteFunc(slices.Clone(ranked), func(h sgam.EpisodeHit) bool { return !need[h.Episode.ID] })
+}
+
+// unquoted returns the sources of the facts shown whose lines quote
+// nothing of them: the episodes supporting would cite.
+func unquoted(a answer) map[string]bool {
+	need := map[string]bool{}
+	add := func(f Fact) {
 		if f.Quote == "" && len(f.Sources) > 0 {
-			unquoted[f.Sources[0]] = true
+			need[f.Sources[0]] = true
 		}
 	}
 	for _, f := range slices.Concat(a.current, a.past) {
-		need(f)
+		add(f)
 	}
 	for _, ab := range a.absent {
 		if ab.end != nil {
-			need(*ab.end)
+			add(*ab.end)
 		}
 	}
-	return slices.DeleteFunc(slices.Clone(ranked), func(h sgam.EpisodeHit) bool { return !unquoted[h.Episode.ID] })
+	return need
 }

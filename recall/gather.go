@@ -14,11 +14,13 @@ import (
 
 // gather does every store read of one recall, in the order the reads
 // depend on each other: the tenant's schema (for the instants); the
-// evidence's candidates (search, vectors, the episodes of the period the
-// question names, the conversation around them); the subjects (named by
-// the question, of the session, else of the best evidence); the attributes of the subjects; their state and history; the
-// facts related through references; the records and episodes the quotes
-// of the facts come from. Where what to read next depends on a ranking
+// subjects the question or the session names, and then their state
+// first (the attributes, the state and history, the facts related
+// through references); the evidence's candidates (search, vectors, the
+// episodes of the period the question names, the conversation around
+// them), unless the facts answer with their sources' words; when no
+// subject was named, the subjects of the best evidence and their state;
+// the records and episodes the quotes of the facts come from. Where what to read next depends on a ranking
 // (the subjects of the best evidence, the relations of the facts first
 // in order, the facts the budget can show) it calls the pure rank,
 // selection and render steps. The store's batched reads are used where it
@@ -66,6 +68,28 @@ func (g *gather) read(now time.Time) (answer, error) {
 	instants(g.out, g.q, found, sc, now)
 	g.at = sgam.At{AsOf: g.out.AsOf, KnownAt: g.out.KnownAt}
 
+	// When the subjects in play do not come from the evidence, their
+	// state is read first: under auto, if the facts answer and each line
+	// quotes its source, no episode would be cited (supporting), so
+	// nothing is searched, and no question embedded.
+	if g.out.Subjects, err = g.named(); err != nil {
+		return a, err
+	}
+	stateFirst, quoted := len(g.out.Subjects) > 0, false
+	if stateFirst {
+		if err := g.known(&a, found.Past); err != nil {
+			return a, err
+		}
+		if g.q.Evidence == EvidenceAuto && answered(g.out.Subjects, g.out.Attributes, a.current, a.absent, g.sc) {
+			if err := g.quotes(&a); err != nil {
+				return a, err
+			}
+			quoted = true
+			if len(unquoted(a)) == 0 {
+				return a, g.markStale(&a, found.Past)
+			}
+		}
+	}
 	if g.q.EvidenceLimit != None && g.q.Question != "" {
 		p, err := g.pool(found.Period)
 		if err != nil {
@@ -73,25 +97,18 @@ func (g *gather) read(now time.Time) (answer, error) {
 		}
 		a.evidence = rankEvidence(p, words.Terms(g.q.Question, words.MaxTerms), g.q.EvidenceLimit, g.w)
 	}
-	if g.out.Subjects, err = g.subjects(a.evidence); err != nil {
-		return a, err
-	}
-	if g.out.Attributes, err = g.attributes(g.out.Subjects); err != nil {
-		return a, err
-	}
-	if a.current, a.past, err = g.facts(g.out.Subjects, g.out.Attributes, found.Past); err != nil {
-		return a, err
-	}
-	if a.absent, err = g.absences(g.out.Subjects, g.out.Attributes, a.current); err != nil {
-		return a, err
-	}
-	if g.q.Hops != None {
-		if a.related, err = g.related(a.current, g.out.Subjects); err != nil {
+	if !stateFirst {
+		if g.out.Subjects, err = g.fromEvidence(a.evidence); err != nil {
+			return a, err
+		}
+		if err := g.known(&a, found.Past); err != nil {
 			return a, err
 		}
 	}
-	if err := g.quotes(&a); err != nil {
-		return a, err
+	if !quoted {
+		if err := g.quotes(&a); err != nil {
+			return a, err
+		}
 	}
 	if g.q.Evidence == EvidenceAuto {
 		// A fact's source is cited however weakly its words match.
@@ -102,6 +119,29 @@ func (g *gather) read(now time.Time) (answer, error) {
 		}
 	}
 	return a, g.markStale(&a, found.Past)
+}
+
+// known reads the facts of the subjects in play: the attributes the read
+// is narrowed to, the values and absences at the instants (and the past
+// ones, past), and the facts related through references; not yet their
+// quotes.
+func (g *gather) known(a *answer, past bool) error {
+	var err error
+	if g.out.Attributes, err = g.attributes(g.out.Subjects); err != nil {
+		return err
+	}
+	if a.current, a.past, err = g.facts(g.out.Subjects, g.out.Attributes, past); err != nil {
+		return err
+	}
+	if a.absent, err = g.absences(g.out.Subjects, g.out.Attributes, a.current); err != nil {
+		return err
+	}
+	if g.q.Hops != None {
+		if a.related, err = g.related(a.current, g.out.Subjects); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tenantSchema is the parsed schema in force for a tenant (nil parsed:
@@ -237,11 +277,11 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// subjects are the subjects in play, at most MaxSubjects: the given ones;
-// else the known subjects the question names (by id, then by one of their
-// names), those of the session's latest facts, and, when still none,
-// those of the facts the best evidence is the source of.
-func (g *gather) subjects(evidence []sgam.EpisodeHit) ([]string, error) {
+// named returns the subjects in play that the evidence has no part in,
+// at most MaxSubjects: the given ones; else the known subjects the
+// question names (by id, then by one of their names) and those of the
+// session's latest facts. When there are none, fromEvidence finds them.
+func (g *gather) named() ([]string, error) {
 	if len(g.q.Subjects) > 0 {
 		return slices.Clone(g.q.Subjects), nil
 	}
@@ -278,16 +318,28 @@ func (g *gather) subjects(evidence []sgam.EpisodeHit) ([]string, error) {
 			add(from)
 		}
 	}
-	if len(out) == 0 && len(evidence) > 0 {
-		top := make([]sgam.Episode, 0, 3)
-		for _, h := range evidence[:min(3, len(evidence))] {
-			top = append(top, h.Episode)
+	return out, nil
+}
+
+// fromEvidence returns the subjects of the facts the best evidence (its
+// first three episodes) is the source of, at most MaxSubjects.
+func (g *gather) fromEvidence(evidence []sgam.EpisodeHit) ([]string, error) {
+	if len(evidence) == 0 {
+		return []string{}, nil
+	}
+	top := make([]sgam.Episode, 0, 3)
+	for _, h := range evidence[:min(3, len(evidence))] {
+		top = append(top, h.Episode)
+	}
+	from, err := g.r.store.SubjectsFrom(g.ctx, g.q.Tenant, episodeIDs(top), g.at.KnownAt)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, id := range from {
+		if len(out) < MaxSubjects && !slices.Contains(out, id) {
+			out = append(out, id)
 		}
-		from, err := g.r.store.SubjectsFrom(g.ctx, g.q.Tenant, episodeIDs(top), g.at.KnownAt)
-		if err != nil {
-			return nil, err
-		}
-		add(from)
 	}
 	return out, nil
 }

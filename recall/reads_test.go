@@ -209,3 +209,49 @@ func TestRelatedAsksTheSchema(t *testing.T) {
 	require.Equal(t, []string{"initrode.city"}, related("shop"), "friend is a string attribute: bob is not followed")
 	require.Equal(t, []string{"initrode.city", "bob.pet"}, related("free"))
 }
+
+// TestAnsweredWithQuotesSearchesNothing: when the question names its
+// subject and attribute and the facts answer it, each line quoting its
+// source, no episode would be cited, so recall neither searches nor reads
+// any conversation, and says so by an empty search; the facts are the
+// ones a search would have given. A fact with no quote (its source is no
+// episode) still brings the search. A second tenant with the same words
+// is never cited.
+func TestAnsweredWithQuotesSearchesNothing(t *testing.T) {
+	w := newWorld(t)
+	w.passport("acme")
+	w.say("globex", "g1", "2026-06-03T10:00:00Z", "2026-06-03T10:00:00Z", "Mira: correction, the deadline is June 30, not July 15.", "mira", "passport_deadline", `"2026-06-30"`)
+	w.clock.Set(ts(t, "2026-12-01T15:04:05Z"))
+	q := recall.Query{Tenant: "acme", Question: "When is Mira's passport deadline?"}
+	c := newCounting(w.store)
+	got, err := recall.New(c).WithClock(w.clock).Recall(w.ctx, q)
+	require.NoError(t, err)
+	require.Zero(t, c.reads["SearchEpisodes"]+c.reads["Around"]+c.reads["Episodes"], c.String())
+	require.Empty(t, got.Search)
+	require.Empty(t, got.Evidence)
+	require.Equal(t, []string{`"2026-06-30"@e2`}, values(got, recall.Current))
+	require.NotEmpty(t, got.Facts[0].Quote)
+	always := q
+	always.Evidence = recall.EvidenceAlways
+	searched := w.recall(always)
+	require.Equal(t, "lexical", searched.Search)
+	require.Equal(t, got.Facts, searched.Facts)
+	require.NotEmpty(t, searched.Evidence)
+	for _, e := range searched.Evidence {
+		require.Contains(t, []string{"e0", "e1", "e2"}, e.EpisodeID)
+	}
+
+	// A value from a source that is no episode (an import) has no quote:
+	// the search runs, though it finds nothing that source supports.
+	_, err = w.store.Assert(w.ctx, sgam.Assertion{Key: sgam.Key{Tenant: "acme", Subject: "mira", Attribute: "drink"},
+		Value: []byte(`"green tea"`), ValidFrom: ts(t, "2026-06-04T09:00:00Z"), Source: "crm-import"})
+	require.NoError(t, err)
+	c = newCounting(w.store)
+	got, err = recall.New(c).WithClock(w.clock).Recall(w.ctx, recall.Query{Tenant: "acme", Question: "What does Mira drink?"})
+	require.NoError(t, err)
+	require.Equal(t, 1, c.reads["SearchEpisodes"], c.String())
+	require.Equal(t, []string{`"green tea"@crm-import`}, values(got, recall.Current))
+	require.Empty(t, got.Facts[0].Quote)
+	require.Equal(t, "lexical", got.Search)
+	require.Empty(t, got.Evidence)
+}

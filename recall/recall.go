@@ -100,7 +100,9 @@ type Context struct {
 	// Omitted counts what was found but left out to keep to the budget.
 	Omitted Omitted `json:"omitted"`
 	// Search says how evidence was found: "lexical", or "lexical+vector
-	// (MODEL)"; empty when no evidence was asked for.
+	// (MODEL)"; empty when nothing was searched: no evidence was asked
+	// for, or (evidence auto) the facts answer the question, each line
+	// quoting its source, so that no episode would be cited.
 	Search string `json:"search,omitempty"`
 	// Warnings say what recall could not do and did without (the
 	// embedding endpoint failing: lexical evidence only).
