@@ -315,42 +315,39 @@ func cover(all []*candidate, terms []string, w weights) int {
 	// Each word is stemmed once per recall: the candidates share most of
 	// their words, and stemming is the dear part. The Porter stemmer only
 	// rewrites a word's end and keeps its first letter, so a word whose
-	// first byte starts no asked stem is not stemmed.
-	stemOf := map[string]string{} // word → its stem if asked, else ""
-	seen := map[string]bool{}
+	// first byte starts no asked stem is not stemmed. A question has at
+	// most words.MaxTerms distinct terms, so the stems a candidate holds
+	// are a bit set.
+	bitOf := map[string]int{} // word → its stem's bit, -1 if not asked
 	for _, c := range all {
-		clear(seen)
-		for i, t := range words.Tokens(c.episode.Content) {
-			if i == w.maxCoverageTerms {
-				break
+		var seen uint64
+		n := 0
+		words.EachToken(c.episode.Content, func(t string) bool {
+			if n++; n > w.maxCoverageTerms {
+				return false
 			}
 			if t == "" || !initials[t[0]] {
-				continue
+				return true
 			}
-			st, ok := stemOf[t]
+			bit, ok := bitOf[t]
 			if !ok {
-				if st = words.Stem(t); !isAsked(asked, st) {
-					st = ""
+				bit = -1
+				if st := words.Stem(t); st != "" {
+					if i, ok := asked[st]; ok {
+						bit = i
+					}
 				}
-				stemOf[t] = st
+				bitOf[t] = bit
 			}
-			if st != "" {
-				seen[st] = true
+			if bit >= 0 && bit < 64 {
+				seen |= 1 << bit
 			}
-		}
-		for st := range seen {
-			if i := asked[st]; i < 64 {
-				c.holds |= 1 << i
-			}
-		}
-		c.own += w.coverage * float64(len(seen)) / float64(len(asked))
+			return true
+		})
+		c.holds |= seen
+		c.own += w.coverage * float64(bits.OnesCount64(seen)) / float64(len(asked))
 	}
 	return len(asked)
-}
-
-func isAsked(asked map[string]int, st string) bool {
-	_, ok := asked[st]
-	return ok
 }
 
 // fuse ranks the lexical hits and the vectors' nearest episodes together,

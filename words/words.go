@@ -26,11 +26,33 @@ const MaxTerms = 32
 // inner apostrophe ("don't" is don, t): the indexes' tokenizers split
 // there too, and a term must be one of their tokens.
 func Tokens(text string) []string {
+	out := make([]string, 0, len(text)/6+1)
+	EachToken(text, func(t string) bool {
+		out = append(out, t)
+		return true
+	})
+	return out
+}
+
+// EachToken calls yield with each of Tokens(text) in order, until yield
+// returns false, without collecting them: recall reads every candidate
+// episode's words.
+func EachToken(text string, yield func(string) bool) {
 	// One pass over the text, without the apostrophes' rules for a word
-	// that has none: recall splits every candidate episode's words.
+	// that has none.
 	lower := strings.ToLower(text)
-	out := make([]string, 0, len(lower)/6+1)
 	start, apostrophe := -1, false
+	field := func(f string, apostrophe bool) bool {
+		if !apostrophe {
+			return yield(f)
+		}
+		for _, t := range appendToken(nil, f, true) {
+			if !yield(t) {
+				return false
+			}
+		}
+		return true
+	}
 	for i, r := range lower {
 		var in bool
 		switch {
@@ -42,7 +64,9 @@ func Tokens(text string) []string {
 		switch {
 		case !in:
 			if start >= 0 {
-				out = appendToken(out, lower[start:i], apostrophe)
+				if !field(lower[start:i], apostrophe) {
+					return
+				}
 				start = -1
 			}
 		case start < 0:
@@ -52,9 +76,8 @@ func Tokens(text string) []string {
 		}
 	}
 	if start >= 0 {
-		out = appendToken(out, lower[start:], apostrophe)
+		field(lower[start:], apostrophe)
 	}
-	return out
 }
 
 // appendToken appends the words of a field of letters, digits and
