@@ -103,3 +103,23 @@ func equalPieces(a, b []string) bool {
 	}
 	return true
 }
+
+// TestTokensOfLongPieces: a long piece is counted as the tokenizer counts
+// it, and is not remembered (the cache stays bounded in bytes).
+func TestTokensOfLongPieces(t *testing.T) {
+	enc := encoding()
+	require.NotNil(t, enc)
+	for _, text := range []string{strings.Repeat("あ", 5000), strings.Repeat("!", 3000) + " x", strings.Repeat(" ", 4000) + "\n", strings.Repeat("ABCdef", 1000)} {
+		n, err := enc.Count(text)
+		require.NoError(t, err)
+		require.Equal(t, n, Tokens(text))
+		pieces(text, func(p string) {
+			if len(p) > maxCachedPieceBytes {
+				pieceCache.mu.RLock()
+				_, kept := pieceCache.m[p]
+				pieceCache.mu.RUnlock()
+				require.False(t, kept, "a piece of %d bytes was remembered", len(p))
+			}
+		})
+	}
+}

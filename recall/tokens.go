@@ -59,7 +59,9 @@ func Tokens(text string) int {
 		clear(pieceCache.m)
 	}
 	for i, p := range missing {
-		pieceCache.m[strings.Clone(p)] = counted[i]
+		if len(p) <= maxCachedPieceBytes {
+			pieceCache.m[strings.Clone(p)] = counted[i]
+		}
 	}
 	pieceCache.mu.Unlock()
 	return total
@@ -75,7 +77,14 @@ var pieceCache = struct {
 	m  map[string]int
 }{m: map[string]int{}}
 
-const maxCachedPieces = 1 << 16
+// The cache holds at most maxCachedPieces pieces of at most
+// maxCachedPieceBytes each: a longer piece (a long run of letters of one
+// script, or of symbols) is rare and seldom seen twice, and would let the
+// cache grow with the text it is given.
+const (
+	maxCachedPieces     = 1 << 16
+	maxCachedPieceBytes = 64
+)
 
 // lineTokens counts a rendered line with its newline, remembering the
 // latest lines counted: the same fact or episode is cited by many
@@ -91,6 +100,9 @@ func lineTokens(line string) int {
 		return n
 	}
 	n = Tokens(line + "\n")
+	if len(line) > maxCachedLineBytes {
+		return n // a fact's long value: the cache stays bounded in bytes
+	}
 	lineCache.mu.Lock()
 	if len(lineCache.m) >= maxCachedLines {
 		clear(lineCache.m)
@@ -100,7 +112,10 @@ func lineTokens(line string) int {
 	return n
 }
 
-const maxCachedLines = 1 << 14
+const (
+	maxCachedLines     = 1 << 14
+	maxCachedLineBytes = 1024
+)
 
 var lineCache = struct {
 	mu sync.Mutex
