@@ -180,7 +180,7 @@ func (g *gather) pool(period when.Period) (pool, error) {
 	if err != nil {
 		return pool{}, err
 	}
-	p := pool{hits: hits, period: period, asksWhen: asksWhen(g.q.Question)}
+	p := pool{hits: hits, period: period, asksWhen: when.AsksWhen(g.q.Question)}
 	if g.r.embed != nil && g.r.vectors != nil {
 		near, err := g.nearest(depth)
 		if err != nil {

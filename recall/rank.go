@@ -74,7 +74,7 @@ type weights struct {
 	periodDays int
 	periodRead int
 	// dated is added to the own score of a candidate that says when
-	// something happened (mentionsTime) when the question asks when
+	// something happened (when.Mentions) when the question asks when
 	// ("when did ...", "how long ...", "what year ..."): the turn that
 	// answers says "last week" or "on Friday", and the episode's time
 	// does the rest. On conversations 1-5, turn recall@10 is 0.738
@@ -264,7 +264,7 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 		if p.period.Holds(c.episode.OccurredAt) {
 			c.own += w.period
 		}
-		if p.asksWhen && mentionsTime(c.episode.Content) {
+		if p.asksWhen && when.Mentions(c.episode.Content) {
 			c.own += w.dated
 		}
 	}

@@ -27,4 +27,8 @@
 //
 // When a question names several instants on one axis, the first one in
 // the text counts.
+//
+// Mentions and AsksWhen are coarser: whether an episode says when
+// something happened, and whether a question asks for a time; recall's
+// ranking favours the first when the second holds.
 package when

@@ -1,4 +1,4 @@
-package recall
+package when
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMentionsTime(t *testing.T) {
+func TestMentions(t *testing.T) {
 	for text, want := range map[string]bool{
 		"I went to a support group yesterday":           true,
 		"we went biking last weekend":                   true,
@@ -23,7 +23,7 @@ func TestMentionsTime(t *testing.T) {
 		"call me at 5551234":                            false,
 		"":                                              false,
 	} {
-		require.Equal(t, want, mentionsTime(text), text)
+		require.Equal(t, want, Mentions(text), text)
 	}
 }
 
@@ -36,6 +36,6 @@ func TestAsksWhen(t *testing.T) {
 		"What did Mira paint?":                 false,
 		"How did Mira feel about the concert?": false,
 	} {
-		require.Equal(t, want, asksWhen(q), q)
+		require.Equal(t, want, AsksWhen(q), q)
 	}
 }
