@@ -46,7 +46,7 @@ func EachToken(text string, yield func(string) bool) {
 		if !apostrophe {
 			return yield(f)
 		}
-		for _, t := range appendToken(nil, f, true) {
+		for _, t := range apostropheWords(f) {
 			if !yield(t) {
 				return false
 			}
@@ -80,21 +80,19 @@ func EachToken(text string, yield func(string) bool) {
 	}
 }
 
-// appendToken appends the words of a field of letters, digits and
-// apostrophes (apostrophe: it has one) to out.
-func appendToken(out []string, f string, apostrophe bool) []string {
-	if !apostrophe {
-		return append(out, f)
-	}
+// apostropheWords returns the words of a field of letters, digits and
+// apostrophes that holds an apostrophe: a possessive 's dropped, split at
+// an inner apostrophe.
+func apostropheWords(f string) []string {
 	f = strings.TrimSuffix(strings.TrimSuffix(f, "'s"), "’s")
 	f = strings.Trim(f, "'’")
 	switch {
 	case f == "":
-		return out
+		return nil
 	case strings.ContainsAny(f, "'’"):
-		return append(out, strings.FieldsFunc(f, isApostrophe)...)
+		return strings.FieldsFunc(f, isApostrophe)
 	default:
-		return append(out, f)
+		return []string{f}
 	}
 }
 
