@@ -91,7 +91,11 @@ func (g *gather) read(now time.Time) (answer, error) {
 		}
 	}
 	if g.q.EvidenceLimit != None && g.q.Question != "" {
-		p, err := g.pool(found.Period)
+		period := found.Period
+		if period.IsZero() {
+			period = found.Around // "early June", "between May 1 and May 3"
+		}
+		p, err := g.pool(period)
 		if err != nil {
 			return a, err
 		}

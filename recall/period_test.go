@@ -33,9 +33,18 @@ func TestPeriodEvidence(t *testing.T) {
 	// Every episode says "Mira": those of the day named come first.
 	require.ElementsMatch(t, []string{"m2", "m3"}, ask(recall.Query{Question: "What did Mira do on June 10, 2026?"}))
 	require.ElementsMatch(t, []string{"m1", "m4"}, ask(recall.Query{Question: "What did Mira do in May 2026?"}))
+	// A range or a part of a month names no instant, but where to look.
+	require.ElementsMatch(t, []string{"m2", "m3"}, ask(recall.Query{Question: "What did Mira do in early June 2026?"}))
+	require.ElementsMatch(t, []string{"m1", "m4"}, ask(recall.Query{Question: "What did Mira do between May 1 and May 3, 2026?"}))
+	require.ElementsMatch(t, []string{"m1", "m4"}, ask(recall.Query{Question: "What did Mira do the week before May 9, 2026?"}))
+	c := w.recall(recall.Query{Tenant: "acme", Question: "What did Mira do in early June 2026?"})
+	require.Equal(t, "now", c.Instants.AsOf, "a part of a month is no instant of valid time")
 
 	// The period's episodes are the tenant's own: globex's day is not
 	// acme's, and acme's is not globex's.
 	other := w.recall(recall.Query{Tenant: "globex", Question: "What happened on May 2, 2026?", Evidence: recall.EvidenceAlways, EvidenceLimit: 5})
 	require.Equal(t, []string{"g1"}, evidenceIDs(other))
+	other = w.recall(recall.Query{Tenant: "globex", Question: "What did Mira do in early June 2026?", Evidence: recall.EvidenceAlways, EvidenceLimit: 5})
+	require.NotContains(t, evidenceIDs(other), "m2")
+	require.NotContains(t, evidenceIDs(other), "m3")
 }

@@ -23,7 +23,9 @@
 //     than ISO 8601 ("6/2/2026" is June 2 or February 6), "may" that may be
 //     the verb, a bare number, an impossible date ("June 31"), a shifted
 //     day ("two days before June 3"), and ranges or approximations ("since
-//     June 2", "between May 1 and May 3", "around June 2").
+//     June 2", "between May 1 and May 3", "around June 2", "early June").
+//     Those that name a period with both ends still give it, as
+//     Found.Around: where to look for what was said, not when to read.
 //
 // When a question names several instants on one axis, the first one in
 // the text counts.

@@ -22,6 +22,16 @@ type Found struct {
 	// 2026" that day), when it names one: zero for an instant, for
 	// "before X", and when AsOf is zero.
 	Period Period
+	// Around is the period of a phrase that gives no instant but says
+	// where to look: a range with both ends ("between August 11 and
+	// August 15, 2023", "from May to July 2025"), a part of a month or a
+	// year ("early June", "the end of 2025", "the second week of
+	// November"), a span shifted from a day ("the week before June 3",
+	// "two days after May 1"), a season of a year ("summer 2021") or
+	// "around X". Its ends are a reading, not a certainty, so valid time
+	// never comes from it; recall looks for evidence in it. Zero when
+	// the question names none, and when Period is set.
+	Around Period
 	// Past: the question asks about the past or about history ("was", "were", "used to", "previously", "before", "history", "changed", "originally", "formerly", "at first", "earlier", "did ... have") or names a past instant; then superseded values may be shown (marked as past).
 	Past bool
 }
@@ -57,25 +67,31 @@ func Parse(q string, now time.Time) Found {
 			continue
 		}
 		if n := p.lead(i); n > 0 {
-			if at, _, next, ok := p.timeAt(i + n); next > i+n {
-				if ok && f.KnownAtWhy == "" {
-					f.KnownAt, f.KnownAtWhy = at, p.why(i, next)
+			if r, next := p.timeAt(i + n); next > i+n {
+				if r.ok && f.KnownAtWhy == "" {
+					f.KnownAt, f.KnownAtWhy = r.at, p.why(i, next)
 				}
 				i = next
 				continue
 			}
 		}
-		if at, from, next, ok := p.timeAt(i); next > i {
-			if ok && f.AsOfWhy == "" {
-				f.AsOf, f.AsOfWhy = at, p.why(i, next)
-				if from.Before(at) {
-					f.Period = Period{from, at}
+		if r, next := p.timeAt(i); next > i {
+			if r.ok && f.AsOfWhy == "" {
+				f.AsOf, f.AsOfWhy = r.at, p.why(i, next)
+				if r.from.Before(r.at) {
+					f.Period = Period{r.from, r.at}
 				}
+			}
+			if !r.ok && f.AsOfWhy == "" && f.Around.IsZero() && r.around.Start.Before(r.around.End) {
+				f.Around = r.around
 			}
 			i = next
 			continue
 		}
 		i++
+	}
+	if !f.Period.IsZero() {
+		f.Around = Period{}
 	}
 	f.Past = p.historical() || !f.AsOf.IsZero() && f.AsOf.Before(now) ||
 		!f.KnownAt.IsZero() || f.BeforeMigration
@@ -106,6 +122,11 @@ func tokenize(q string) []token {
 		}
 		if j < len(q) && q[j] == ',' {
 			j++
+		}
+		if j-i > len("mid-") && strings.EqualFold(q[i:i+len("mid-")], "mid-") {
+			// "mid-June" is "mid" and "June", as "mid June" is.
+			toks = append(toks, trim(q, i, i+len("mid-")))
+			i += len("mid-")
 		}
 		toks = append(toks, trim(q, i, j))
 		i = j
@@ -219,14 +240,23 @@ var rangeWords = set("after", "since", "until", "till", "til", "from", "between"
 // units before "before" shift the day: "two days before June 3".
 var units = set("day", "days", "week", "weeks", "month", "months", "year", "years", "hour", "hours", "minute", "minutes")
 
+// reading is what a time phrase gives.
+type reading struct {
+	// ok: the phrase gives the instant at; from is the first instant of
+	// the period it names, when at is its end (from == at for an instant
+	// or "before X").
+	at, from time.Time
+	ok       bool
+	// around, when not ok, is the period a range or an approximation
+	// names, if it names one (Found.Around).
+	around Period
+}
+
 // timeAt reads an optional prefix and a time expression at i. next > i
-// when it consumed tokens, ok when they give an instant; from is the
-// first instant of the period the expression names, when the instant is
-// its end (from == at for an instant or "before X"). A prefixed
-// expression is consumed even when it gives none, so that its tail is not
-// read again without the prefix ("until June 3, 2026" must not become "June
-// 3, 2026").
-func (p *parser) timeAt(i int) (at, from time.Time, next int, ok bool) {
+// when it consumed tokens. A prefixed expression is consumed even when it
+// gives no instant, so that its tail is not read again without the prefix
+// ("until June 3, 2026" must not become "June 3, 2026").
+func (p *parser) timeAt(i int) (r reading, next int) {
 	h, j := atEnd, i
 	for _, pf := range prefixes {
 		for _, ws := range pf.words {
@@ -238,33 +268,47 @@ func (p *parser) timeAt(i int) (at, from time.Time, next int, ok bool) {
 	if j == i && rangeWords[p.t[i].low] && p.joined(i, "") {
 		h, j = ignored, i+1
 	}
+	if e, ok := p.part(j); ok {
+		if e.loose && !p.free(e.next) {
+			return reading{}, i
+		}
+		return reading{around: e.period()}, e.next
+	}
 	e, found := p.expr(j)
 	if !found {
-		return time.Time{}, time.Time{}, i, false
+		return reading{}, i
 	}
 	// A bare lower-case word that needs a prefix is most likely no date at
 	// all ("where I sat yesterday"), so it does not spoil the next phrase.
 	if end := p.follows(e.next); end > 0 && (j > i || !e.needsPrefix || !unicode.IsLower(rune(p.t[i].text[0]))) {
-		return time.Time{}, time.Time{}, end, false
+		return reading{}, end
 	}
 	// "In March 5 people left": "in" takes no day, so the 5 is a count.
 	if j == i && e.needsPrefix || e.loose && !p.free(e.next) || h == inPeriod && e.day {
-		return time.Time{}, time.Time{}, i, false
-	}
-	if h == justBefore && i > 0 && units[p.t[i-1].low] || e.void {
-		h = ignored
+		return reading{}, i
 	}
 	next = e.next
-	if h == ignored {
+	if !e.void && (h == justBefore || h == ignored && p.t[i].low == "after") && i > 0 && units[p.t[i-1].low] {
+		// "two days before June 3": a day read by counting, not written.
+		return reading{around: p.shifted(i, e.span)}, next
+	}
+	if h == ignored || e.void {
 		// "between June 1, 2026 and June 3, 2026": the other end is no instant either.
-		if p.is(next, "and", "or") {
-			if e2, ok := p.expr(next + 1); ok && p.joined(next, "") {
+		if to := next; p.is(to, "and", "or", "to", "until", "till", "through", "thru") {
+			if e2, ok := p.expr(to + 1); ok && p.joined(to, "") {
 				next = e2.next
+				w, c := p.t[i].low, p.t[to].low
+				if !e.void && !e2.void && (w == "between" && c == "and" || w == "from" && c != "or") {
+					return reading{around: p.between(e, e2)}, next
+				}
 			}
 		}
-		return time.Time{}, time.Time{}, next, false
+		if w := p.t[i].low; !e.void && (w == "around" || w == "circa" || w == "approximately" || w == "roughly") {
+			return reading{around: e.period()}, next
+		}
+		return reading{}, next
 	}
-	at, from = e.end, e.start
+	at, from := e.end, e.start
 	if h == justBefore {
 		at = e.start.Add(-micro)
 		from = at
@@ -272,9 +316,153 @@ func (p *parser) timeAt(i int) (at, from time.Time, next int, ok bool) {
 		at = p.now
 	}
 	if y := at.Year(); y < 1 || y > 9999 {
-		return time.Time{}, time.Time{}, next, false
+		return reading{}, next
 	}
-	return at, from, next, true
+	return reading{at: at, from: from, ok: true}, next
+}
+
+// shifted is the span that "N units before X" or "N units after X" names,
+// "before" or "after" being token i: one unit long, N units from the
+// start (or end) of X ("the week before June 3" is May 27 to June 2).
+func (p *parser) shifted(i int, x span) Period {
+	n := 1
+	if i > 1 {
+		if c, ok := count(p.t[i-2].low); ok {
+			n = c
+		}
+	}
+	var days, months int
+	switch strings.TrimSuffix(p.t[i-1].low, "s") {
+	case "day":
+		days = 1
+	case "week":
+		days = 7
+	case "month":
+		months = 1
+	case "year":
+		months = 12
+	default: // hours and minutes: X itself is the nearest day
+		return x.period()
+	}
+	if p.t[i].low == "after" {
+		s := x.end.Add(micro).AddDate(0, months*(n-1), days*(n-1))
+		return Period{s, s.AddDate(0, months, days).Add(-micro)}
+	}
+	e := x.start.AddDate(0, -months*(n-1), -days*(n-1))
+	return Period{e.AddDate(0, -months, -days), e.Add(-micro)}
+}
+
+// between is the period from the start of a to the end of b; a written
+// without its year takes b's ("between August 11 and August 15, 2023").
+func (p *parser) between(a, b expr) Period {
+	if a.relative && !b.relative {
+		dy := b.end.Year() - a.start.Year()
+		if a.start.AddDate(dy, 0, 0).After(b.start) {
+			dy--
+		}
+		a.start = a.start.AddDate(dy, 0, 0)
+	}
+	if !a.start.Before(b.end) {
+		return Period{}
+	}
+	return Period{a.start, b.end}
+}
+
+// parts narrow a month or a year to part of it: the fraction of it where
+// the part starts and ends. Early, mid and late are its thirds.
+var parts = []struct {
+	words      []string
+	start, end float64
+}{
+	{[]string{"early"}, 0, 1.0 / 3}, {[]string{"mid"}, 1.0 / 3, 2.0 / 3}, {[]string{"late"}, 2.0 / 3, 1},
+	{[]string{"the", "beginning", "of"}, 0, 1.0 / 3}, {[]string{"the", "start", "of"}, 0, 1.0 / 3},
+	{[]string{"the", "middle", "of"}, 1.0 / 3, 2.0 / 3}, {[]string{"the", "end", "of"}, 2.0 / 3, 1},
+	{[]string{"the", "first", "half", "of"}, 0, 0.5}, {[]string{"the", "second", "half", "of"}, 0.5, 1},
+}
+
+// weekOrdinals name the weeks of a month: "the second week of November"
+// is its days 8 to 14, "the last week" its last seven.
+var weekOrdinals = map[string]int{"first": 1, "second": 2, "third": 3, "fourth": 4, "last": 0}
+
+// seasonStarts are the first months of a season of a year, as the northern
+// hemisphere has them; winter, which spans two years, is not read.
+var seasonStarts = map[string]time.Month{"spring": time.March, "summer": time.June, "autumn": time.September, "fall": time.September}
+
+// part reads a part of a month or a year at i ("early June", "the end of
+// 2025", "the second week of November 2022", "summer 2021", "the summer
+// of 2021").
+func (p *parser) part(i int) (expr, bool) {
+	if i >= len(p.t) {
+		return expr{}, false
+	}
+	j := i
+	if p.t[j].low == "the" && p.joined(j, "") {
+		j++
+	}
+	if j < len(p.t) {
+		if m, ok := seasonStarts[p.t[j].low]; ok {
+			k := j + 1
+			if p.is(k, "of") {
+				k++
+			}
+			if y, present, valid := p.yearAt(k); present && valid && p.joined(k-1, "") {
+				s := time.Date(y, m, 1, 0, 0, 0, 0, p.loc)
+				return expr{span: span{s, s.AddDate(0, 3, 0).Add(-micro)}, next: k + 1, loose: true}, true
+			}
+			return expr{}, false
+		}
+	}
+	if n, ok := weekOrdinals[p.t[j].low]; ok && j > i && p.is(j+1, "week") && p.is(j+2, "of") {
+		e, ok := p.expr(j + 3)
+		if !ok || !p.joined(j+2, "") || !p.isMonth(e.span) {
+			return expr{}, false
+		}
+		s := e.start.AddDate(0, 0, 7*(n-1))
+		if n == 0 {
+			s = e.end.Add(micro).AddDate(0, 0, -7)
+		}
+		e.span = span{s, s.AddDate(0, 0, 7).Add(-micro)}
+		return e, true
+	}
+	for _, pt := range parts {
+		if n := p.words(i, pt.words...); n > 0 && p.joined(i+n-1, "-") { // "mid-June" (tokenize)
+			return p.narrowed(i+n, pt.start, pt.end)
+		}
+	}
+	return expr{}, false
+}
+
+// isMonth reports whether s is a whole calendar month.
+func (p *parser) isMonth(s span) bool {
+	return s.start.Day() == 1 && s == p.monthSpan(s.start.Year(), s.start.Month())
+}
+
+// isYear reports whether s is a whole calendar year.
+func (p *parser) isYear(s span) bool {
+	return s.start.YearDay() == 1 && s == p.yearSpan(s.start.Year())
+}
+
+// narrowed reads a month or a year at j and keeps the part of it from
+// fraction a to fraction b (whole days, or whole months of a year).
+func (p *parser) narrowed(j int, a, b float64) (expr, bool) {
+	e, ok := p.expr(j)
+	if !ok || e.void {
+		return expr{}, false
+	}
+	switch {
+	case p.isMonth(e.span):
+		days := e.end.Day()
+		s := e.start.AddDate(0, 0, int(a*float64(days)+0.5))
+		t := e.start.AddDate(0, 0, int(b*float64(days)+0.5))
+		e.span = span{s, t.Add(-micro)}
+	case p.isYear(e.span):
+		s := e.start.AddDate(0, int(a*12+0.5), 0)
+		t := e.start.AddDate(0, int(b*12+0.5), 0)
+		e.span = span{s, t.Add(-micro)}
+	default:
+		return expr{}, false
+	}
+	return e, true
 }
 
 // follows reports where a time expression right after token j-1 ends, or
@@ -300,7 +488,7 @@ func (p *parser) follows(j int) int {
 var followers = set("and", "or", "but", "as", "according", "vs", "versus", "compared", "than", "when", "while",
 	"then", "so", "what", "who", "whom", "whose", "which", "where", "how", "why", "did", "was", "were", "is", "are",
 	"for", "at", "with", "from", "in", "on", "the", "this", "that", "we", "i", "you", "it", "they", "he", "she",
-	"our", "my", "your", "their", "about", "regarding", "concerning")
+	"our", "my", "your", "their", "about", "regarding", "concerning", "to", "until", "till", "through")
 
 // free reports whether a phrase ending before token j ends there clearly.
 func (p *parser) free(j int) bool {
@@ -308,6 +496,8 @@ func (p *parser) free(j int) bool {
 }
 
 type span struct{ start, end time.Time }
+
+func (s span) period() Period { return Period{s.start, s.end} }
 
 // expr is a time expression read at some token.
 type expr struct {

@@ -190,6 +190,59 @@ func TestPeriod(t *testing.T) {
 	require.False(t, Period{}.Holds(time.Time{}))
 }
 
+// TestAround: a phrase that gives no instant but names a period (a range
+// with both ends, a part of a month or a year, a span counted from a day,
+// a season of a year, "around X") says where to look, never what valid
+// time to read at; an open range names none.
+func TestAround(t *testing.T) {
+	start := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	for q, want := range map[string]Period{
+		"title between June 1, 2026 and June 3, 2026":                      {start(2026, 6, 1), end(2026, 6, 3)},
+		"Where was John between August 11 and August 15 2023?":             {start(2023, 8, 11), end(2023, 8, 15)},
+		"what happened between December 20 and January 5, 2026?":           {start(2025, 12, 20), end(2026, 1, 5)},
+		"title from May to July 2025":                                      {start(2025, 5, 1), end(2025, 7, 31)},
+		"title from June 1, 2026 to June 3, 2026":                          {start(2026, 6, 1), end(2026, 6, 3)},
+		"Which tournament did Nate win in the beginning of November 2022?": {start(2022, 11, 1), end(2022, 11, 10)},
+		"what did Mira say in early June?":                                 {start(2026, 6, 1), end(2026, 6, 10)},
+		"in mid-June 2026":                                                 {start(2026, 6, 11), end(2026, 6, 20)},
+		"in mid June 2026":                                                 {start(2026, 6, 11), end(2026, 6, 20)},
+		"in late February 2024":                                            {start(2024, 2, 20), end(2024, 2, 29)},
+		"at the end of 2025":                                               {start(2025, 9, 1), end(2025, 12, 31)},
+		"in the first half of September 2022":                              {start(2022, 9, 1), end(2022, 9, 15)},
+		"in the second half of 2022":                                       {start(2022, 7, 1), end(2022, 12, 31)},
+		"in the second week of November":                                   {start(2026, 11, 8), end(2026, 11, 14)},
+		"during the last week of August 2023":                              {start(2023, 8, 25), end(2023, 8, 31)},
+		"the week before June 3, 2026?":                                    {start(2026, 5, 27), end(2026, 6, 2)},
+		"the puppy she got two weeks before August 11, 2023?":              {start(2023, 7, 28), end(2023, 8, 3)},
+		"two days before June 3, 2026":                                     {start(2026, 6, 1), end(2026, 6, 1)},
+		"a month after May 2, 2026":                                        {start(2026, 5, 3), end(2026, 6, 2)},
+		"in summer 2021":                                                   {start(2021, 6, 1), end(2021, 8, 31)},
+		"in the fall of 2021":                                              {start(2021, 9, 1), end(2021, 11, 30)},
+		"title around June 3, 2026":                                        {start(2026, 6, 3), end(2026, 6, 3)},
+		"title around 2026-06-02T10:00:00Z":                                {},
+		// An instant wins: its period is Period, and Around is zero.
+		"in early June, on June 2, 2026": {},
+		// Open ranges, winter (which of two years?), and no time at all.
+		"title since June 2, 2026":                    {},
+		"title until June 3, 2026":                    {},
+		"title between June 3, 2026 and June 1, 2026": {},
+		"title between June 1, 2026 or June 3, 2026":  {},
+		"in winter 2021":                              {},
+		"the end of the day":                          {},
+		"in early 1000 words":                         {},
+		"in the beginning of June 5":                  {},
+		"Is the wasp here?":                           {},
+	} {
+		f := Parse(q, now)
+		require.Equal(t, stamp(want.Start), stamp(f.Around.Start), q)
+		require.Equal(t, stamp(want.End), stamp(f.Around.End), q)
+		if q != "in early June, on June 2, 2026" {
+			require.True(t, f.AsOf.IsZero(), "%q gave AsOf %s", q, f.AsOf)
+			require.True(t, f.Period.IsZero(), q)
+		}
+	}
+}
+
 // TestLocation reads days in now's location, not in UTC.
 func TestLocation(t *testing.T) {
 	east := time.FixedZone("UTC-5", -5*3600)
@@ -338,6 +391,10 @@ func FuzzParse(f *testing.F) {
 		}
 		if !a.AsOf.IsZero() && a.AsOf.Before(n.Truncate(time.Microsecond)) || !a.KnownAt.IsZero() || a.BeforeMigration {
 			require.True(t, a.Past)
+		}
+		if !a.Around.IsZero() {
+			require.True(t, a.Period.IsZero(), "Around with Period")
+			require.True(t, a.Around.Start.Before(a.Around.End), "Around %v", a.Around)
 		}
 	})
 }
