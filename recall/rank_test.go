@@ -30,6 +30,7 @@ func hitOf(e sgam.Episode, score float64) sgam.EpisodeHit {
 func only(set func(*weights)) weights {
 	w := defaultWeights
 	w.session, w.sessionCoverage, w.after, w.before, w.far, w.coverage, w.period, w.dated = 0, 0, 0, 0, 0, 0, 0, 0
+	w.asking = 0
 	if set != nil {
 		set(&w)
 	}
@@ -61,11 +62,16 @@ func TestRankEvidence(t *testing.T) {
 			p:     pool{hits: []sgam.EpisodeHit{hitOf(ep("c", "", "c"), 1), hitOf(ep("b", "", "b"), 1), hitOf(ep("a", "", "a"), 1)}},
 			limit: 2, w: only(nil),
 			want: []want{{"a", 1}, {"b", 1}}},
-		{name: "the turn after a hit gains a share of its score",
+		{name: "the turn after a question gains a share of its score; the question keeps less of its own",
 			p: pool{hits: []sgam.EpisodeHit{hitOf(question, 2), hitOf(aside, 0.2)},
 				windows: map[string]sgam.Window{"q": {After: []sgam.Episode{answer}}}},
-			limit: 5, w: only(func(w *weights) { w.after = 0.2 }),
-			want: []want{{"q", 1}, {"a", 0.2}, {"x", 0.1}}},
+			limit: 5, w: only(func(w *weights) { w.after, w.asking = 0.5, 0.1 }),
+			want: []want{{"q", 0.9}, {"a", 0.5}, {"x", 0.1}}},
+		{name: "the turn after a statement gains nothing from it",
+			p: pool{hits: []sgam.EpisodeHit{hitOf(ep("s", "s1", "we painted"), 2), hitOf(aside, 0.2)},
+				windows: map[string]sgam.Window{"s": {After: []sgam.Episode{answer}}}},
+			limit: 5, w: only(func(w *weights) { w.after, w.asking = 0.5, 0.1 }),
+			want: []want{{"s", 1}, {"x", 0.1}, {"a", 0}}},
 		{name: "the turn before a hit gains less; two away, the better of the two counts",
 			p: pool{hits: []sgam.EpisodeHit{hitOf(answer, 2)},
 				windows: map[string]sgam.Window{"a": {Before: []sgam.Episode{ep("p", "s1", "p"), question}, After: []sgam.Episode{ep("n", "s1", "n")}}}},
@@ -113,10 +119,11 @@ func TestRankEvidence(t *testing.T) {
 			p: pool{hits: []sgam.EpisodeHit{hitOf(question, 2), hitOf(aside, 1)},
 				windows: map[string]sgam.Window{"q": {After: []sgam.Episode{answer}}}},
 			terms: []string{"paint"}, limit: 2, w: defaultWeights,
-			// q: own 1, covers the question (1.3), the best session (1:
-			// s1 is q's 1 and its coverage 1, s2 x's 0.5); a: 0.2 of q's
-			// own, and q's session; x: own 0.5, session 0.5 / 2.
-			want: []want{{"q", 1 + 1.3 + 1}, {"a", 0.2*(1+1.3) + 1}}},
+			// q: own 1, covers the question (1.3), asks (0.9 of those),
+			// the best session (1: s1 is q's 1 and its coverage 1, s2
+			// x's 0.5); a: 0.5 of q's own (it answers q), and q's
+			// session; x: own 0.5, session 0.5 / 2.
+			want: []want{{"q", 0.9*(1+1.3) + 1}, {"a", 0.5*(1+1.3) + 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := rankEvidence(tc.p, tc.terms, tc.limit, tc.w)
