@@ -17,11 +17,12 @@ import (
 // shares few words with it, while the turns beside it, or others of its
 // session, do ("what did Mira paint?" is answered by "a sunrise", said
 // after "what did you paint?"). So a candidate's score is its own
-// (relative to the best), plus its session's score, plus the scores of
-// its neighbours in the session (the episode just before it when that one
-// asks something, the one just after it, and less, those two away, in
-// occurred_at order), a turn that asks keeping less of its own; the neighbours of the best
-// candidates that the index did not find become candidates themselves;
+// (relative to the best; less for a turn that asks something), plus its
+// session's score, plus the scores of its neighbours in the session (the
+// episode just before it when that one asks something, the one just
+// after it, and less, those two away, in occurred_at order); the
+// neighbours of the best candidates that the index did not find become
+// candidates themselves;
 // an episode that holds more of the question's terms scores higher, and
 // so does a session whose episodes hold more of them together (evidence
 // that needs two turns of a session); an episode that occurred in the
@@ -200,7 +201,8 @@ type candidate struct {
 	episode    sgam.Episode
 	own, score float64
 	prev, next [around]*candidate
-	// asks: the episode holds a question mark (weights.after).
+	// asks: the episode holds a question mark (weights.after), in Latin,
+	// CJK full-width or Arabic script.
 	asks bool
 	// holds has bit i set when the episode's words hold the question's
 	// i-th distinct stem (cover).
@@ -225,7 +227,7 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 		if c, ok := by[e.ID]; ok {
 			return c
 		}
-		c := &candidate{episode: e, own: own, asks: strings.IndexByte(e.Content, '?') >= 0}
+		c := &candidate{episode: e, own: own, asks: strings.ContainsAny(e.Content, "?？؟")}
 		by[e.ID] = c
 		all = append(all, c)
 		return c
