@@ -237,6 +237,9 @@ var prefixes = []struct {
 var rangeWords = set("after", "since", "until", "till", "til", "from", "between", "through", "thru",
 	"to", "by", "following", "within", "past", "beyond", "around", "circa", "approximately", "roughly", "near")
 
+// approximate are the range words that name the period after them.
+var approximate = set("around", "circa", "approximately", "roughly")
+
 // units before "before" shift the day: "two days before June 3".
 var units = set("day", "days", "week", "weeks", "month", "months", "year", "years", "hour", "hours", "minute", "minutes")
 
@@ -272,6 +275,9 @@ func (p *parser) timeAt(i int) (r reading, next int) {
 		if e.loose && !p.free(e.next) {
 			return reading{}, i
 		}
+		if h == ignored && !approximate[p.t[i].low] {
+			return reading{}, e.next // "since early June", "by the end of 2025": open
+		}
 		return reading{around: e.period()}, e.next
 	}
 	e, found := p.expr(j)
@@ -303,7 +309,7 @@ func (p *parser) timeAt(i int) (r reading, next int) {
 				}
 			}
 		}
-		if w := p.t[i].low; !e.void && (w == "around" || w == "circa" || w == "approximately" || w == "roughly") {
+		if !e.void && approximate[p.t[i].low] {
 			return reading{around: e.period()}, next
 		}
 		return reading{}, next

@@ -219,6 +219,7 @@ func TestAround(t *testing.T) {
 		"in summer 2021":                                                   {start(2021, 6, 1), end(2021, 8, 31)},
 		"in the fall of 2021":                                              {start(2021, 9, 1), end(2021, 11, 30)},
 		"title around June 3, 2026":                                        {start(2026, 6, 3), end(2026, 6, 3)},
+		"around the end of 2025":                                           {start(2025, 9, 1), end(2025, 12, 31)},
 		"title around 2026-06-02T10:00:00Z":                                {},
 		// An instant wins: its period is Period, and Around is zero.
 		"in early June, on June 2, 2026": {},
@@ -228,6 +229,8 @@ func TestAround(t *testing.T) {
 		"title between June 3, 2026 and June 1, 2026": {},
 		"title between June 1, 2026 or June 3, 2026":  {},
 		"in winter 2021":                              {},
+		"title since early June 2026":                 {},
+		"done by the end of 2025":                     {},
 		"the end of the day":                          {},
 		"in early 1000 words":                         {},
 		"in the beginning of June 5":                  {},
