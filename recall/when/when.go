@@ -25,8 +25,9 @@ type Found struct {
 	// Around is the period of a phrase that gives no instant but says
 	// where to look: a range with both ends ("between August 11 and
 	// August 15, 2023", "from May to July 2025"), a part of a month or a
-	// year ("early June", "the end of 2025", "the second week of
-	// November"), a span shifted from a day ("the week before June 3",
+	// year that does not end with it ("early June", "the second week of
+	// November"; "the end of 2025" ends with its year, so it gives AsOf
+	// and Period), a span shifted from a day ("the week before June 3",
 	// "two days after May 1"), a season of a year ("summer 2021") or
 	// "around X". Its ends are a reading, not a certainty, so valid time
 	// never comes from it; recall looks for evidence in it. Zero when
@@ -271,12 +272,26 @@ func (p *parser) timeAt(i int) (r reading, next int) {
 	if j == i && rangeWords[p.t[i].low] && p.joined(i, "") {
 		h, j = ignored, i+1
 	}
-	if e, ok := p.part(j); ok {
-		if e.loose && !p.free(e.next) {
+	if e, ends, ok := p.part(j); ok {
+		if e.loose && !p.free(e.next) && !(h == ignored && p.connects(e.next)) {
 			return reading{}, i
 		}
-		if h == ignored && !approximate[p.t[i].low] {
-			return reading{}, e.next // "since early June", "by the end of 2025": open
+		switch {
+		case h == ignored:
+			return p.ranged(i, e)
+		case j > i+1 || j > i && !partPrefixes[p.t[i].low]:
+			// "before the end of 2025", "on or before early June", "as of
+			// mid-May": open, or an instant inside the part, unwritten.
+			return reading{}, e.next
+		case ends:
+			// "at the end of last year", "in late May 2023": the part ends
+			// with its period, whose last microsecond is as certain as
+			// that of "in May 2023".
+			at := e.end
+			if e.relative && at.After(p.now) {
+				at = p.now
+			}
+			return reading{at: at, from: e.start, ok: true}, e.next
 		}
 		return reading{around: e.period()}, e.next
 	}
@@ -290,29 +305,16 @@ func (p *parser) timeAt(i int) (r reading, next int) {
 		return reading{}, end
 	}
 	// "In March 5 people left": "in" takes no day, so the 5 is a count.
-	if j == i && e.needsPrefix || e.loose && !p.free(e.next) || h == inPeriod && e.day {
+	if j == i && e.needsPrefix || e.loose && !p.free(e.next) && !(h == ignored && p.connects(e.next)) || h == inPeriod && e.day {
 		return reading{}, i
 	}
 	next = e.next
-	if !e.void && (h == justBefore || h == ignored && p.t[i].low == "after") && i > 0 && units[p.t[i-1].low] {
+	if !e.void && (h == justBefore || h == ignored && p.t[i].low == "after") && i > 0 && units[p.t[i-1].low] && p.joined(i-1, "") {
 		// "two days before June 3": a day read by counting, not written.
 		return reading{around: p.shifted(i, e.span)}, next
 	}
 	if h == ignored || e.void {
-		// "between June 1, 2026 and June 3, 2026": the other end is no instant either.
-		if to := next; p.is(to, "and", "or", "to", "until", "till", "through", "thru") {
-			if e2, ok := p.expr(to + 1); ok && p.joined(to, "") {
-				next = e2.next
-				w, c := p.t[i].low, p.t[to].low
-				if !e.void && !e2.void && (w == "between" && c == "and" || w == "from" && c != "or") {
-					return reading{around: p.between(e, e2)}, next
-				}
-			}
-		}
-		if !e.void && approximate[p.t[i].low] {
-			return reading{around: e.period()}, next
-		}
-		return reading{}, next
+		return p.ranged(i, e)
 	}
 	at, from := e.end, e.start
 	if h == justBefore {
@@ -327,12 +329,48 @@ func (p *parser) timeAt(i int) (r reading, next int) {
 	return reading{at: at, from: from, ok: true}, next
 }
 
+// ranged reads the rest of a range or an approximation whose first
+// expression (after the range word at i) is e: none is an instant, but
+// "between A and B", "from A to B" and "around A" name a period.
+func (p *parser) ranged(i int, e expr) (reading, int) {
+	next := e.next
+	if to := next; p.connects(to) {
+		// "between June 1, 2026 and June 3, 2026": the other end is no instant either.
+		e2, _, ok := p.part(to + 1)
+		if !ok {
+			e2, ok = p.expr(to + 1)
+		}
+		if ok && p.joined(to, "") {
+			next = e2.next
+			w, c := p.t[i].low, p.t[to].low
+			if !e.void && !e2.void && (w == "between" && c == "and" || w == "from" && c != "or" && c != "and") {
+				return reading{around: p.between(e, e2)}, next
+			}
+			return reading{}, next
+		}
+	}
+	if !e.void && approximate[p.t[i].low] {
+		return reading{around: e.period()}, next
+	}
+	return reading{}, next
+}
+
+// connects reports whether token j joins the two ends of a range.
+func (p *parser) connects(j int) bool {
+	return p.is(j, "and", "or", "to", "until", "till", "through", "thru")
+}
+
+// partPrefixes may come before a part of a month or a year ("in early
+// June", "at the end of 2025"); any other prefix makes it open or an
+// unwritten instant.
+var partPrefixes = set("in", "during", "at", "on")
+
 // shifted is the span that "N units before X" or "N units after X" names,
 // "before" or "after" being token i: one unit long, N units from the
 // start (or end) of X ("the week before June 3" is May 27 to June 2).
 func (p *parser) shifted(i int, x span) Period {
 	n := 1
-	if i > 1 {
+	if i > 1 && p.joined(i-2, "") {
 		if c, ok := count(p.t[i-2].low); ok {
 			n = c
 		}
@@ -347,15 +385,22 @@ func (p *parser) shifted(i int, x span) Period {
 		months = 1
 	case "year":
 		months = 12
-	default: // hours and minutes: X itself is the nearest day
-		return x.period()
+	default: // hours and minutes: a time of day, which no phrase here reads
+		return Period{}
+	}
+	// move goes k units from t; a month before March 31 is February 28,
+	// not March 3 (monthsAgo).
+	move := func(t time.Time, k int) time.Time {
+		if months == 0 {
+			return t.AddDate(0, 0, k*days)
+		}
+		return p.monthsAgo(t, -k*months)
 	}
 	if p.t[i].low == "after" {
-		s := x.end.Add(micro).AddDate(0, months*(n-1), days*(n-1))
-		return Period{s, s.AddDate(0, months, days).Add(-micro)}
+		s := x.end.Add(micro)
+		return Period{move(s, n-1), move(s, n).Add(-micro)}
 	}
-	e := x.start.AddDate(0, -months*(n-1), -days*(n-1))
-	return Period{e.AddDate(0, -months, -days), e.Add(-micro)}
+	return Period{move(x.start, -n), move(x.start, 1-n).Add(-micro)}
 }
 
 // between is the period from the start of a to the end of b; a written
@@ -366,7 +411,11 @@ func (p *parser) between(a, b expr) Period {
 		if a.start.AddDate(dy, 0, 0).After(b.start) {
 			dy--
 		}
-		a.start = a.start.AddDate(dy, 0, 0)
+		s := a.start.AddDate(dy, 0, 0)
+		if s.Day() != a.start.Day() {
+			return Period{} // February 29 in a year without one
+		}
+		a.start = s
 	}
 	if !a.start.Before(b.end) {
 		return Period{}
@@ -396,10 +445,12 @@ var seasonStarts = map[string]time.Month{"spring": time.March, "summer": time.Ju
 
 // part reads a part of a month or a year at i ("early June", "the end of
 // 2025", "the second week of November 2022", "summer 2021", "the summer
-// of 2021").
-func (p *parser) part(i int) (expr, bool) {
+// of 2021"); ends when the part ends with the month or the year. Of a
+// month or a year written without its year, the latest part that has
+// begun by now.
+func (p *parser) part(i int) (e expr, ends, ok bool) {
 	if i >= len(p.t) {
-		return expr{}, false
+		return expr{}, false, false
 	}
 	j := i
 	if p.t[j].low == "the" && p.joined(j, "") {
@@ -413,29 +464,26 @@ func (p *parser) part(i int) (expr, bool) {
 			}
 			if y, present, valid := p.yearAt(k); present && valid && p.joined(k-1, "") {
 				s := time.Date(y, m, 1, 0, 0, 0, 0, p.loc)
-				return expr{span: span{s, s.AddDate(0, 3, 0).Add(-micro)}, next: k + 1, loose: true}, true
+				return expr{span: span{s, s.AddDate(0, 3, 0).Add(-micro)}, next: k + 1, loose: true}, false, true
 			}
-			return expr{}, false
+			return expr{}, false, false
 		}
 	}
-	if n, ok := weekOrdinals[p.t[j].low]; ok && j > i && p.is(j+1, "week") && p.is(j+2, "of") {
-		e, ok := p.expr(j + 3)
-		if !ok || !p.joined(j+2, "") || !p.isMonth(e.span) {
-			return expr{}, false
-		}
-		s := e.start.AddDate(0, 0, 7*(n-1))
-		if n == 0 {
-			s = e.end.Add(micro).AddDate(0, 0, -7)
-		}
-		e.span = span{s, s.AddDate(0, 0, 7).Add(-micro)}
-		return e, true
+	if n, ok := weekOrdinals[p.t[j].low]; ok && j > i && p.is(j+1, "week") && p.is(j+2, "of") && p.joined(j+2, "") {
+		return p.narrowed(j+3, func(whole span) span {
+			s := whole.start.AddDate(0, 0, 7*(n-1))
+			if n == 0 {
+				s = whole.end.Add(micro).AddDate(0, 0, -7)
+			}
+			return span{s, s.AddDate(0, 0, 7).Add(-micro)}
+		}, n == 0, false)
 	}
 	for _, pt := range parts {
 		if n := p.words(i, pt.words...); n > 0 && p.joined(i+n-1, "-") { // "mid-June" (tokenize)
-			return p.narrowed(i+n, pt.start, pt.end)
+			return p.narrowed(i+n, func(whole span) span { return p.fraction(whole, pt.start, pt.end) }, pt.end == 1, true)
 		}
 	}
-	return expr{}, false
+	return expr{}, false, false
 }
 
 // isMonth reports whether s is a whole calendar month.
@@ -448,27 +496,30 @@ func (p *parser) isYear(s span) bool {
 	return s.start.YearDay() == 1 && s == p.yearSpan(s.start.Year())
 }
 
-// narrowed reads a month or a year at j and keeps the part of it from
-// fraction a to fraction b (whole days, or whole months of a year).
-func (p *parser) narrowed(j int, a, b float64) (expr, bool) {
+// narrowed reads a month (or, with years, a year) at j and keeps the
+// part of it that cut gives; a month read without its year whose part
+// has not begun yet is the same month a year earlier.
+func (p *parser) narrowed(j int, cut func(span) span, ends, years bool) (expr, bool, bool) {
 	e, ok := p.expr(j)
-	if !ok || e.void {
-		return expr{}, false
+	if !ok || e.void || !p.isMonth(e.span) && !(years && p.isYear(e.span)) {
+		return expr{}, false, false
 	}
-	switch {
-	case p.isMonth(e.span):
-		days := e.end.Day()
-		s := e.start.AddDate(0, 0, int(a*float64(days)+0.5))
-		t := e.start.AddDate(0, 0, int(b*float64(days)+0.5))
-		e.span = span{s, t.Add(-micro)}
-	case p.isYear(e.span):
-		s := e.start.AddDate(0, int(a*12+0.5), 0)
-		t := e.start.AddDate(0, int(b*12+0.5), 0)
-		e.span = span{s, t.Add(-micro)}
-	default:
-		return expr{}, false
+	whole := e.span
+	e.span = cut(whole)
+	if e.relative && e.start.After(p.now) && p.isMonth(whole) {
+		e.span = cut(p.monthSpan(whole.start.Year()-1, whole.start.Month()))
 	}
-	return e, true
+	return e, ends, true
+}
+
+// fraction is the part of a month (whole days) or a year (whole months)
+// from fraction a to fraction b of it.
+func (p *parser) fraction(whole span, a, b float64) span {
+	if p.isMonth(whole) {
+		days := float64(whole.end.Day())
+		return span{whole.start.AddDate(0, 0, int(a*days+0.5)), whole.start.AddDate(0, 0, int(b*days+0.5)).Add(-micro)}
+	}
+	return span{whole.start.AddDate(0, int(a*12+0.5), 0), whole.start.AddDate(0, int(b*12+0.5), 0).Add(-micro)}
 }
 
 // follows reports where a time expression right after token j-1 ends, or
@@ -494,7 +545,7 @@ func (p *parser) follows(j int) int {
 var followers = set("and", "or", "but", "as", "according", "vs", "versus", "compared", "than", "when", "while",
 	"then", "so", "what", "who", "whom", "whose", "which", "where", "how", "why", "did", "was", "were", "is", "are",
 	"for", "at", "with", "from", "in", "on", "the", "this", "that", "we", "i", "you", "it", "they", "he", "she",
-	"our", "my", "your", "their", "about", "regarding", "concerning", "to", "until", "till", "through")
+	"our", "my", "your", "their", "about", "regarding", "concerning")
 
 // free reports whether a phrase ending before token j ends there clearly.
 func (p *parser) free(j int) bool {

@@ -164,13 +164,20 @@ func TestParse(t *testing.T) {
 func TestPeriod(t *testing.T) {
 	start := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
 	for q, want := range map[string]Period{
-		"what did Mira paint in May 2023?":            {start(2023, 5, 1), end(2023, 5, 31)},
-		"what did Mira paint on 25 May, 2023?":        {start(2023, 5, 25), end(2023, 5, 25)},
-		"title on June 2, 2026":                       {start(2026, 6, 2), end(2026, 6, 2)},
-		"budget in 2027":                              {start(2027, 1, 1), end(2027, 12, 31)},
-		"title yesterday":                             {start(2026, 11, 30), end(2026, 11, 30)},
-		"title in December":                           {start(2026, 12, 1), now}, // cut at now
-		"title last week":                             {start(2026, 11, 23), end(2026, 11, 29)},
+		"what did Mira paint in May 2023?":     {start(2023, 5, 1), end(2023, 5, 31)},
+		"what did Mira paint on 25 May, 2023?": {start(2023, 5, 25), end(2023, 5, 25)},
+		"title on June 2, 2026":                {start(2026, 6, 2), end(2026, 6, 2)},
+		"budget in 2027":                       {start(2027, 1, 1), end(2027, 12, 31)},
+		"title yesterday":                      {start(2026, 11, 30), end(2026, 11, 30)},
+		"title in December":                    {start(2026, 12, 1), now}, // cut at now
+		"title last week":                      {start(2026, 11, 23), end(2026, 11, 29)},
+		// A part that ends with its month or year: that end, as certain.
+		"in late February 2024":                       {start(2024, 2, 20), end(2024, 2, 29)},
+		"at the end of 2025":                          {start(2025, 9, 1), end(2025, 12, 31)},
+		"in the second half of 2022":                  {start(2022, 7, 1), end(2022, 12, 31)},
+		"during the last week of August 2023":         {start(2023, 8, 25), end(2023, 8, 31)},
+		"what was X at the end of last year?":         {start(2025, 9, 1), end(2025, 12, 31)},
+		"title at the end of last month":              {start(2026, 11, 21), end(2026, 11, 30)},
 		"title before June 3, 2026":                   {},
 		"title at 2026-06-02T10:00:00Z":               {},
 		"title between June 1, 2026 and June 3, 2026": {},
@@ -206,16 +213,15 @@ func TestAround(t *testing.T) {
 		"what did Mira say in early June?":                                 {start(2026, 6, 1), end(2026, 6, 10)},
 		"in mid-June 2026":                                                 {start(2026, 6, 11), end(2026, 6, 20)},
 		"in mid June 2026":                                                 {start(2026, 6, 11), end(2026, 6, 20)},
-		"in late February 2024":                                            {start(2024, 2, 20), end(2024, 2, 29)},
-		"at the end of 2025":                                               {start(2025, 9, 1), end(2025, 12, 31)},
 		"in the first half of September 2022":                              {start(2022, 9, 1), end(2022, 9, 15)},
-		"in the second half of 2022":                                       {start(2022, 7, 1), end(2022, 12, 31)},
 		"in the second week of November":                                   {start(2026, 11, 8), end(2026, 11, 14)},
-		"during the last week of August 2023":                              {start(2023, 8, 25), end(2023, 8, 31)},
 		"the week before June 3, 2026?":                                    {start(2026, 5, 27), end(2026, 6, 2)},
 		"the puppy she got two weeks before August 11, 2023?":              {start(2023, 7, 28), end(2023, 8, 3)},
 		"two days before June 3, 2026":                                     {start(2026, 6, 1), end(2026, 6, 1)},
 		"a month after May 2, 2026":                                        {start(2026, 5, 3), end(2026, 6, 2)},
+		"a month before March 31, 2026":                                    {start(2026, 2, 28), end(2026, 3, 30)},
+		"two months before March 31, 2026":                                 {start(2026, 1, 31), end(2026, 2, 27)},
+		"between early June and late July 2025":                            {start(2025, 6, 1), end(2025, 7, 31)},
 		"in summer 2021":                                                   {start(2021, 6, 1), end(2021, 8, 31)},
 		"in the fall of 2021":                                              {start(2021, 9, 1), end(2021, 11, 30)},
 		"title around June 3, 2026":                                        {start(2026, 6, 3), end(2026, 6, 3)},
@@ -229,6 +235,17 @@ func TestAround(t *testing.T) {
 		"title between June 3, 2026 and June 1, 2026": {},
 		"title between June 1, 2026 or June 3, 2026":  {},
 		"in winter 2021":                              {},
+		"title before the end of 2025":                {},
+		"title on or before the end of 2025":          {},
+		"title prior to early June":                   {},
+		"a week before mid-June 2025":                 {},
+		"between February 29 and March 3, 2023":       {},
+		"two hours before June 3, 2026":               {},
+		"what did Mira do in May to July 2025?":       {},
+		"in 2024 through 2025":                        {},
+		"in June 2025 till August":                    {},
+		"on Monday to Friday":                         {},
+		"in 2000 to 3000 words":                       {},
 		"title since early June 2026":                 {},
 		"done by the end of 2025":                     {},
 		"the end of the day":                          {},
@@ -244,6 +261,19 @@ func TestAround(t *testing.T) {
 			require.True(t, f.Period.IsZero(), q)
 		}
 	}
+}
+
+// TestPartsHaveBegun: a part of a month written without its year is the
+// latest such part that has begun by now.
+func TestPartsHaveBegun(t *testing.T) {
+	june5 := time.Date(2026, 6, 5, 12, 0, 0, 0, time.UTC)
+	f := Parse("what did we do in late June?", june5)
+	require.Equal(t, end(2025, 6, 30), f.AsOf)
+	require.Equal(t, time.Date(2025, 6, 21, 0, 0, 0, 0, time.UTC), f.Period.Start)
+	f = Parse("in the second week of June", june5)
+	require.Equal(t, Period{time.Date(2025, 6, 8, 0, 0, 0, 0, time.UTC), end(2025, 6, 14)}, f.Around)
+	f = Parse("in early June", june5) // begun: this June's
+	require.Equal(t, Period{time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), end(2026, 6, 10)}, f.Around)
 }
 
 // TestLocation reads days in now's location, not in UTC.
