@@ -73,18 +73,10 @@ func fullName(t string) bool {
 }
 
 var (
-	timeWords  = wordSet("yesterday today tonight tomorrow ago weekend weekends recently lately")
-	seasons    = wordSet("summer winter spring autumn")
-	timeUnits  = wordSet("day days week weeks month months year years night morning evening afternoon decade decades")
-	deictic    = wordSet("last this next past that previous coming")
-	askedUnits = wordSet("year date month day time week")
-	counts     = wordSet("a an one two three four five six seven eight nine ten few couple several")
+	timeWords  = set(strings.Fields("yesterday today tonight tomorrow ago weekend weekends recently lately")...)
+	seasons    = set(strings.Fields("summer winter spring autumn")...)
+	timeUnits  = set(strings.Fields("day days week weeks month months year years night morning evening afternoon decade decades")...)
+	deictic    = set(strings.Fields("last this next past that previous coming")...)
+	askedUnits = set(strings.Fields("year date month day time week")...)
+	counts     = set(strings.Fields("a an one two three four five six seven eight nine ten few couple several")...)
 )
-
-func wordSet(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(s) {
-		m[w] = true
-	}
-	return m
-}
