@@ -274,6 +274,24 @@ func TestBudget(t *testing.T) {
 	require.Empty(t, tight.Facts[0].Quote)
 	require.NotContains(t, tight.Rendered, "renewal deadline is July 15", "the quote was left out, not the fact")
 
+	// Whatever the budget, the block stays within it, the line that says
+	// what was left out included, or the budget is refused by name.
+	for budget := recall.MinBudget; budget <= 160; budget++ {
+		for _, q := range []recall.Query{
+			{Tenant: "acme", Question: "When is Mira's passport deadline?", TokenBudget: budget},
+			{Tenant: "acme", Question: "What did the consulate letter say?", TokenBudget: budget, Evidence: recall.EvidenceAlways},
+		} {
+			c, err := w.r.Recall(w.ctx, q)
+			if err != nil {
+				require.Equal(t, sgam.Invalid, sgam.ErrorCode(err), "budget %d", budget)
+				require.Contains(t, err.Error(), "budget")
+				continue
+			}
+			require.LessOrEqual(t, c.Tokens, budget, "budget %d: %q", budget, q.Question)
+			require.Equal(t, recall.Tokens(c.Rendered), c.Tokens)
+		}
+	}
+
 	_, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: strings.Repeat("passport ", 200), TokenBudget: 64})
 	require.Equal(t, sgam.Invalid, sgam.ErrorCode(err))
 	require.Contains(t, err.Error(), "budget")

@@ -181,7 +181,14 @@ func lay(out *Context, a answer, shortest bool) error {
 		it.keep(shortened)
 	}
 	if out.Omitted != (Omitted{}) {
-		b.add(omittedLine(out.Budget, out.Omitted))
+		// The items before the first left out kept the line's tokens
+		// free; when none was shown, the header alone may leave too few.
+		line := omittedLine(out.Budget, out.Omitted)
+		if !b.fits([]string{line}, out.Budget) {
+			return sgam.Errorf(sgam.Invalid, "budget", "%d tokens do not hold the question, its instants and the line that says what was left out (%d tokens)",
+				out.Budget, b.used()+lineTokens(line))
+		}
+		b.add(line)
 	}
 	out.Rendered = strings.Join(b.lines, "\n") + "\n"
 	out.Tokens = b.tokens
