@@ -64,7 +64,7 @@ func TestSelective(t *testing.T) {
 		rows  []int
 		want  []string
 	}{
-		{[]string{"a", "b", "c", "d"}, []int{500, 3, 100, 350}, []string{"b", "c"}},
+		{[]string{"a", "b", "c", "d"}, []int{5 * MaxRankedRows, 3, MaxRankedRows / 4, MaxRankedRows}, []string{"b", "c"}},
 		{[]string{"a", "b"}, []int{MaxRankedRows - 1, 1}, []string{"a", "b"}},
 		{[]string{"common"}, []int{10 * MaxRankedRows}, []string{"common"}},
 		{[]string{"commoner", "common"}, []int{20 * MaxRankedRows, 10 * MaxRankedRows}, []string{"common"}},

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,12 +50,12 @@ func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt 
 	case err != nil:
 		return nil, mapRead("search", err)
 	}
-	terms, err := s.selective(ctx, terms)
+	lo, hi := tenantRange(n)
+	terms, err := s.selective(ctx, lo, hi, terms)
 	if err != nil {
 		return nil, err
 	}
 	match := matchExpr(terms)
-	lo, hi := tenantRange(n)
 	for depth := limit; ; depth *= 8 {
 		out, ranked, err := s.search(ctx, tenant, match, lo, hi, knownAt, limit, depth)
 		if err != nil || len(out) == limit || ranked < depth {
@@ -63,69 +65,72 @@ func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt 
 }
 
 // selective returns the terms worth searching for (words.Selective), by
-// the rows of the index that hold their stems (every tenant's rows: the
-// index's own counts).
-func (s *db) selective(ctx context.Context, terms []string) ([]string, error) {
-	stems := make([]any, len(terms))
-	for i, t := range terms {
-		stems[i] = words.Stem(t)
-	}
-	count, err := s.termCounts(ctx, stems)
+// the rows of the tenant's range of the index (lo, hi) that hold each. A
+// count stops past words.MaxRankedRows: a term that common is left out
+// however much commoner it is, as on PostgreSQL. Only the tenant's rows
+// count: had other tenants' words a part in which terms are kept, a word
+// that only they hold would look the rarest and push the tenant's own
+// terms out of its search, and whether its answer changed would tell the
+// tenant whether anyone else's episodes hold that word.
+func (s *db) selective(ctx context.Context, lo, hi int64, terms []string) ([]string, error) {
+	count, err := s.termCounts(ctx, lo, hi, terms)
 	if err != nil {
 		return nil, err
 	}
 	rows := make([]int, len(terms))
-	for i := range terms {
-		rows[i] = count[stems[i].(string)]
+	for i, t := range terms {
+		rows[i] = count[t]
 	}
 	return words.Selective(terms, rows), nil
 }
 
-// termCounts returns the index rows that hold each stem. The counts are
-// remembered for a while (termCountTTL): they only decide which terms are
-// too common to rank by, for which a count some seconds old is as good,
-// and reading one from fts5vocab costs a good part of a search.
-func (s *db) termCounts(ctx context.Context, stems []any) (map[string]int, error) {
-	count := make(map[string]int, len(stems))
-	var missing []any
+// termCounts returns, for each term, the rows of the tenant's range of
+// the index (lo, hi) that hold it, up to words.MaxRankedRows+1. The counts
+// are remembered for a while (termCountTTL): they only decide which terms
+// are too common to rank by, for which a count some seconds old is as
+// good, and counting costs a good part of a search.
+func (s *db) termCounts(ctx context.Context, lo, hi int64, terms []string) (map[string]int, error) {
+	count := make(map[string]int, len(terms))
+	key := func(t string) string { return strconv.FormatInt(lo, 36) + "\x00" + t }
+	var missing []string
 	s.terms.mu.Lock()
 	if time.Since(s.terms.since) > termCountTTL || len(s.terms.n) > maxTermCounts {
 		s.terms.n, s.terms.since = map[string]int{}, time.Now()
 	}
-	for _, st := range stems {
-		if n, ok := s.terms.n[st.(string)]; ok {
-			count[st.(string)] = n
-		} else {
-			missing = append(missing, st)
+	for _, t := range terms {
+		if n, ok := s.terms.n[key(t)]; ok {
+			count[t] = n
+		} else if !slices.Contains(missing, t) {
+			missing = append(missing, t)
 		}
 	}
 	s.terms.mu.Unlock()
 	if len(missing) == 0 {
 		return count, nil
 	}
-	// One equality lookup per term (fts5vocab seeks on term =, while an
-	// IN list makes it walk the whole vocabulary).
-	lookups := make([]string, len(missing))
-	for i := range missing {
-		lookups[i] = fmt.Sprintf("SELECT term, doc FROM search_vocab WHERE term = ?%d", i+1)
+	// One capped count per term, each a walk of the term's entries within
+	// the tenant's range.
+	args := []any{lo, hi, words.MaxRankedRows + 1}
+	counts := make([]string, len(missing))
+	for i, t := range missing {
+		args = append(args, matchExpr([]string{t}))
+		counts[i] = fmt.Sprintf(`SELECT %d, count(*) FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ?%d AND rowid > ?1 AND rowid < ?2 LIMIT ?3)`, i, i+4)
 	}
-	read := map[string]int{}
-	for _, st := range missing {
-		read[st.(string)] = 0 // a term the index does not hold
-	}
-	if err := s.each(ctx, "search: term counts", strings.Join(lookups, " UNION ALL "), missing, func(sc scanner) error {
-		var term string
-		var n int
-		err := sc.Scan(&term, &n)
-		read[term] = n
+	read := make([]int, len(missing))
+	if err := s.each(ctx, "search: term counts", strings.Join(counts, " UNION ALL "), args, func(sc scanner) error {
+		var i, n int
+		err := sc.Scan(&i, &n)
+		if err == nil && i >= 0 && i < len(read) {
+			read[i] = n
+		}
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	s.terms.mu.Lock()
-	for t, n := range read {
-		s.terms.n[t] = n
-		count[t] = n
+	for i, t := range missing {
+		s.terms.n[key(t)] = read[i]
+		count[t] = read[i]
 	}
 	s.terms.mu.Unlock()
 	return count, nil
@@ -136,7 +141,8 @@ const (
 	maxTermCounts = 1 << 16
 )
 
-// termCountCache holds recent term counts (termCounts).
+// termCountCache holds recent term counts (termCounts), by the tenant's
+// range and the term.
 type termCountCache struct {
 	mu    sync.Mutex
 	n     map[string]int

@@ -78,6 +78,23 @@ func runSearch(t *testing.T, newStore Factory) {
 		require.Equal(t, []string{"z2"}, search(b, tenantB, "weather"))
 	})
 
+	t.Run("OtherTenantsWordsChooseNoTerm", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		// Which terms are searched is decided by the tenant's rows alone:
+		// a word only another tenant holds is not the rarest of the
+		// question, so it neither pushes the tenant's own term out nor
+		// tells, by the answer changing, that another tenant holds it.
+		for i := range words.MaxRankedRows {
+			b.episode(tenantA, "p"+itoa(i), "passport office", "2026-06-01T09:00:00Z")
+		}
+		b.episode(tenantB, "b1", "zebra", "2026-06-01T09:00:00Z")
+		held := search(b, tenantA, "passport zebra")
+		require.Len(t, held, 10)
+		require.Equal(t, search(b, tenantA, "passport zebraq"), held, "as beside a word nobody holds")
+		require.Equal(t, []string{"b1"}, search(b, tenantB, "passport zebra"))
+	})
+
 	t.Run("KnownAtAndPlaceholders", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
