@@ -221,8 +221,20 @@ func (g *gather) pool(period when.Period) (pool, error) {
 // that are not among them, with score 0: rankEvidence ranks them by their
 // words, their period and their conversation.
 func (g *gather) inPeriod(hits []sgam.EpisodeHit, period when.Period) ([]sgam.EpisodeHit, error) {
-	eps, err := g.r.store.Episodes(g.ctx, sgam.EpisodeQuery{Tenant: g.q.Tenant, Since: period.Start,
-		Before: period.End.Add(time.Microsecond), Limit: g.w.periodRead})
+	// A period at an edge of the instants a store keeps (years 0001 to
+	// 9999: "3 days before 0001-01-02", "in December 9999") runs to that
+	// edge: a zero bound is none. One beyond them holds no episode.
+	if period.Start.After(sgam.MaxTime()) || !period.End.After(sgam.MinTime()) {
+		return hits, nil
+	}
+	since, before := period.Start, period.End.Add(time.Microsecond)
+	if !since.After(sgam.MinTime()) {
+		since = time.Time{}
+	}
+	if before.After(sgam.MaxTime()) {
+		before = time.Time{}
+	}
+	eps, err := g.r.store.Episodes(g.ctx, sgam.EpisodeQuery{Tenant: g.q.Tenant, Since: since, Before: before, Limit: g.w.periodRead})
 	if err != nil {
 		return nil, err
 	}

@@ -47,4 +47,13 @@ func TestPeriodEvidence(t *testing.T) {
 	other = w.recall(recall.Query{Tenant: "globex", Question: "What did Mira do in early June 2026?", Evidence: recall.EvidenceAlways, EvidenceLimit: 5})
 	require.NotContains(t, evidenceIDs(other), "m2")
 	require.NotContains(t, evidenceIDs(other), "m3")
+
+	// A period at the edge of the instants sgam knows (years 0001 to
+	// 9999) is read up to that edge, never refused.
+	for _, q := range []string{"What happened on December 31, 9999?", "What happened in December 9999?", "Mira as of 9999-12-31",
+		"What happened the week after December 28, 9999?", "What happened two days after December 30, 9999?",
+		"What happened 3 days before 0001-01-02?", "What happened the week before January 3, 0001?"} {
+		_, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: q, Evidence: recall.EvidenceAlways})
+		require.NoError(t, err, q)
+	}
 }
