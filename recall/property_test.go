@@ -136,7 +136,10 @@ func TestStaleEvidenceProperty(t *testing.T) {
 			require.NoError(rt, err)
 		}
 		w.clock.Set(clock.Add(time.Hour))
-		q := recall.Query{Tenant: tenant, Question: "mira news", Subjects: []string{"mira"}, TokenBudget: recall.MaxBudget, EvidenceLimit: recall.MaxEvidence}
+		// A short limit leaves out episodes that ended shown statements:
+		// those brought in are marked as the rest are.
+		q := recall.Query{Tenant: tenant, Question: "mira news", Subjects: []string{"mira"}, TokenBudget: recall.MaxBudget,
+			EvidenceLimit: rapid.SampledFrom([]int{1, 2, 3, recall.MaxEvidence}).Draw(rt, "limit")}
 		if rapid.Bool().Draw(rt, "as_of") {
 			q.AsOf = start.Add(time.Duration(rapid.IntRange(0, 60*24).Draw(rt, "as_of_h")) * time.Hour)
 		}

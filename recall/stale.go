@@ -3,6 +3,7 @@ package recall
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -229,21 +230,28 @@ func (g *gather) markStale(a *answer, past bool) error {
 		return slices.IndexFunc(a.evidence, func(h sgam.EpisodeHit) bool { return h.Episode.ID == id })
 	}
 	enders := map[string]bool{} // the episodes that ended a shown statement
-	for i := 0; i < len(a.evidence); i++ {
+	// An ender moved up or brought in is looked at next, at its new place:
+	// it may have said what a later episode ended in turn (a chain of
+	// corrections shows the last first). Each is placed once, so
+	// episodes that ended each other's statements (on two keys) end it.
+	placed := map[string]bool{}
+	for i := 0; i < len(a.evidence); {
+		moved := false
 		for _, s := range stale[a.evidence[i].Episode.ID] {
 			by := s.ByEpisode
 			if by == "" {
 				continue
 			}
 			enders[by] = true
-			switch j := position(by); {
-			case j >= 0 && j < i:
-				continue // above it already
-			case j > i:
+			j := position(by)
+			if (j >= 0 && j <= i) || placed[by] {
+				continue // above it already (or itself), or placed for another
+			}
+			if j > i {
 				h := a.evidence[j]
 				a.evidence = slices.Delete(a.evidence, j, j+1)
 				a.evidence = slices.Insert(a.evidence, i, h)
-			default:
+			} else {
 				ep, ok := g.episodes[by]
 				if !ok {
 					ep, err = g.r.store.Episode(g.ctx, g.q.Tenant, by)
@@ -255,8 +263,20 @@ func (g *gather) markStale(a *answer, past bool) error {
 					}
 					g.episodes[by] = ep
 				}
+				// What it said is marked as the rest's is.
+				rows, err := g.r.store.FactsFrom(g.ctx, g.q.Tenant, []string{by}, g.out.Subjects, g.at.KnownAt)
+				if err != nil {
+					return err
+				}
+				more, moreAll := staleness(rows, []string{by}, g.out.Attributes, g.sc, g.at)
+				maps.Copy(stale, more)
+				maps.Copy(all, moreAll)
 				a.evidence = slices.Insert(a.evidence, i, sgam.EpisodeHit{Episode: ep, Score: a.evidence[i].Score})
 			}
+			placed[by], moved = true, true
+			break
+		}
+		if !moved {
 			i++
 		}
 	}

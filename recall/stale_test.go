@@ -1,6 +1,7 @@
 package recall_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -105,4 +106,34 @@ func indexOf(ids []string, id string) int {
 		}
 	}
 	return len(ids) + 1000
+}
+
+// TestStaleChain: of a chain of corrections (e0's August 1 replaced by
+// e1's July 15, itself replaced by e2's June 30), each episode that ended
+// a shown statement is shown above it, and an episode brought in for
+// that is marked as the rest are.
+func TestStaleChain(t *testing.T) {
+	w := newWorld(t)
+	w.passport("acme")
+	for _, limit := range []int{1, 2, 3, 5} {
+		c := w.recall(recall.Query{Tenant: "acme", Question: "What did the consulate letter say?", Evidence: recall.EvidenceAlways, EvidenceLimit: limit})
+		ids := evidenceIDs(c)
+		require.NotEmpty(t, ids, "limit %d", limit)
+		require.LessOrEqual(t, len(ids), limit)
+		for i, e := range c.Evidence {
+			if e.EpisodeID != "e2" {
+				require.NotEmpty(t, e.Superseded, "limit %d: %s said what is no longer so: %v", limit, e.EpisodeID, ids)
+			}
+			for _, s := range e.Superseded {
+				if j := slices.Index(ids, s.ByEpisode); j >= 0 {
+					require.Less(t, j, i, "limit %d: %s, which ended %s's statement, is above it: %v", limit, s.ByEpisode, e.EpisodeID, ids)
+				}
+			}
+		}
+		if limit >= 3 {
+			require.Equal(t, []string{"e2", "e1", "e0"}, ids)
+		}
+	}
+	// The other tenant sees none of it.
+	require.Empty(t, evidenceIDs(w.recall(recall.Query{Tenant: "globex", Question: "What did the consulate letter say?", Evidence: recall.EvidenceAlways})))
 }
