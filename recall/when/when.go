@@ -367,13 +367,22 @@ var partPrefixes = set("in", "during", "at", "on")
 
 // shifted is the span that "N units before X" or "N units after X" names,
 // "before" or "after" being token i: one unit long, N units from the
-// start (or end) of X ("the week before June 3" is May 27 to June 2).
+// start (or end) of X ("the week before June 3" is May 27 to June 2). N is
+// a count ("two", "3", "a"); a unit alone or after "the" is one; any other
+// word is no count to read ("a few days", "several weeks", "a couple of
+// days"), and the phrase names no period.
 func (p *parser) shifted(i int, x span) Period {
-	n := 1
+	n := 0
 	if i > 1 && p.joined(i-2, "") {
 		if c, ok := count(p.t[i-2].low); ok {
 			n = c
 		}
+	}
+	if n == 0 && !strings.HasSuffix(p.t[i-1].low, "s") && (i < 2 || !p.joined(i-2, "") || p.t[i-2].low == "the") {
+		n = 1
+	}
+	if n == 0 {
+		return Period{}
 	}
 	var days, months int
 	switch strings.TrimSuffix(p.t[i-1].low, "s") {
