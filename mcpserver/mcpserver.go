@@ -408,9 +408,9 @@ type RecallInput struct {
 	Attribute     string `json:"attribute,omitempty" jsonschema:"only this attribute of the subject"`
 	AsOf          string `json:"as_of,omitempty" jsonschema:"what was true at this instant: RFC 3339 or a date (midnight UTC); default what the question says, else now"`
 	KnownAt       string `json:"known_at,omitempty" jsonschema:"as memory believed it at this instant: RFC 3339 or a date; default what the question says, else now"`
-	Budget        int    `json:"budget,omitempty" jsonschema:"most tokens of the answer's text (64 to 100000; default 800)"`
+	Budget        int    `json:"budget,omitempty" jsonschema:"most tokens of the answer's text (64 to 100000; 0 or absent: the default, 800)"`
 	Evidence      string `json:"evidence,omitempty" jsonschema:"which evidence is cited: auto (default: episodes near the best match, and only what the facts' quotes leave out when the facts answer), always (the best evidence_limit episodes) or none"`
-	EvidenceLimit int    `json:"evidence_limit,omitempty" jsonschema:"most episodes cited as evidence (1 to 100, -1 for none; default 5)"`
+	EvidenceLimit int    `json:"evidence_limit,omitempty" jsonschema:"most episodes cited as evidence (1 to 100, -1 for none; 0 or absent: the default, 5)"`
 	Session       string `json:"session,omitempty" jsonschema:"the conversation asking: the subjects of its latest facts are in play too"`
 }
 

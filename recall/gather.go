@@ -299,7 +299,13 @@ func errText(err error) string {
 // session's latest facts. When there are none, fromEvidence finds them.
 func (g *gather) named() ([]string, error) {
 	if len(g.q.Subjects) > 0 {
-		return slices.Clone(g.q.Subjects), nil
+		out := []string{}
+		for _, s := range g.q.Subjects {
+			if !slices.Contains(out, s) { // named twice, asked once
+				out = append(out, s)
+			}
+		}
+		return out, nil
 	}
 	out := []string{}
 	add := func(ids []string) {

@@ -11,7 +11,9 @@ package recall
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/sgam-dev/sgam"
@@ -202,8 +204,14 @@ func (q Query) check() (Query, error) {
 		return q, sgam.Errorf(sgam.Invalid, "question", "is %d bytes; at most %d", len(q.Question), sgam.MaxQuestionBytes)
 	case !utf8.ValidString(q.Question):
 		return q, sgam.Errorf(sgam.Invalid, "question", "is not valid UTF-8")
-	case q.Question == "" && len(q.Subjects) == 0:
+	case strings.TrimSpace(q.Question) == "" && len(q.Subjects) == 0:
 		return q, sgam.Errorf(sgam.Invalid, "question", "is required (or name the subjects)")
+	}
+	// The question is echoed in the rendered block: a control character
+	// would reach the model's prompt or a terminal as it is.
+	if i := strings.IndexFunc(q.Question, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(q.Question[i:])
+		return q, sgam.Errorf(sgam.Invalid, "question", "holds the control character %U at byte %d", r, i)
 	}
 	if len(q.Subjects) > MaxSubjects {
 		return q, sgam.Errorf(sgam.Invalid, "subjects", "names %d subjects; at most %d", len(q.Subjects), MaxSubjects)

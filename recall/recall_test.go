@@ -316,7 +316,25 @@ func TestBadQueries(t *testing.T) {
 		require.Equal(t, sgam.Invalid, e.Code, field)
 		require.Equal(t, field, e.Field)
 	}
-	_, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: "x", Evidence: recall.EvidenceNone, EvidenceLimit: 3})
+	// A question of spaces asks nothing; one with a control character
+	// (other than a tab or a line break) is refused, as ids are.
+	for _, q := range []string{" \t\n ", "a\x00b", "deadline\x1b[2J", "x\u0085y"} {
+		_, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: q})
+		var e *sgam.Error
+		require.ErrorAs(t, err, &e, "%q", q)
+		require.Equal(t, "question", e.Field, "%q", q)
+	}
+	w.passport("acme")
+	multi, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: "When is\tMira's passport\r\ndeadline?"})
+	require.NoError(t, err)
+	require.NotEmpty(t, multi.Facts)
+	// A subject named twice is asked once.
+	twice, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: "deadline", Subjects: []string{"mira", "mira"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"mira"}, twice.Subjects)
+	require.Len(t, twice.Facts, 1)
+
+	_, err = w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: "x", Evidence: recall.EvidenceNone, EvidenceLimit: 3})
 	require.Equal(t, sgam.Invalid, sgam.ErrorCode(err))
 	require.Contains(t, err.Error(), "evidence_limit", "a limit for no evidence contradicts itself")
 	none, err := w.r.Recall(w.ctx, recall.Query{Tenant: "acme", Question: "x", Evidence: recall.EvidenceNone})

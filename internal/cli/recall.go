@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/store"
 )
@@ -56,6 +57,20 @@ prints the whole context (docs/recall.md).`,
 				return err
 			}
 			q.Tenant, q.Question, q.AsOf, q.KnownAt = a.tenant, args[0], at.AsOf, at.KnownAt
+			// The library reads 0 as "the default"; a flag given as 0 asks
+			// for something else (no hops, most likely), so it is refused.
+			for _, f := range []struct {
+				flag, field, give string
+				v                 int
+			}{
+				{"budget", "budget", fmt.Sprintf("%d to %d", recall.MinBudget, recall.MaxBudget), q.TokenBudget},
+				{"evidence-limit", "evidence_limit", fmt.Sprintf("1 to %d, or -1 for none", recall.MaxEvidence), q.EvidenceLimit},
+				{"hops", "hops", fmt.Sprintf("1 to %d, or -1 for none", recall.MaxHops), q.Hops},
+			} {
+				if f.v == 0 && cmd.Flags().Changed(f.flag) {
+					return sgam.Errorf(sgam.Invalid, f.field, "is 0: give %s, or leave the flag out for its default", f.give)
+				}
+			}
 			if q.Evidence == recall.EvidenceNone && !cmd.Flags().Changed("evidence-limit") {
 				q.EvidenceLimit = 0 // the flag's default is no limit asked for
 			}

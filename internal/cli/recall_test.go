@@ -90,6 +90,12 @@ func TestRecallCommand(t *testing.T) {
 	r = as("acme", "recall", "x", "--evidence", "sometimes")
 	require.Equal(t, cli.ExitUsage, r.code)
 	require.Contains(t, r.stderr, "--evidence:")
+	// 0 is the library's "default": given as a flag, it is refused.
+	for _, flag := range []string{"--budget", "--evidence-limit", "--hops"} {
+		r = as("acme", "recall", "x", flag, "0")
+		require.Equal(t, cli.ExitUsage, r.code, flag)
+		require.Contains(t, r.stderr, flag+": is 0")
+	}
 
 	r = as("acme", "reindex")
 	require.Equal(t, 0, r.code, r.stderr)
