@@ -313,6 +313,7 @@ func (r *Recaller) Recall(ctx context.Context, q Query) (*Context, error) {
 // nothing about valid time) reads the state as of K as believed at K.
 func instants(out *Context, q Query, found when.Found, sc *tenantSchema, now time.Time) {
 	out.KnownAt, out.Instants.KnownAt = now, "now"
+	moved := true // known_at is not now
 	switch {
 	case !q.KnownAt.IsZero():
 		out.KnownAt, out.Instants.KnownAt = q.KnownAt, "given"
@@ -324,7 +325,10 @@ func instants(out *Context, q Query, found when.Found, sc *tenantSchema, now tim
 			out.Instants.KnownAt = fmt.Sprintf("the question: %q (schema version %d, with migrations, was applied at %s)", found.KnownAtWhy, sc.version, m.Format(time.RFC3339Nano))
 		} else {
 			out.Instants.KnownAt = fmt.Sprintf("now (the question says %q, but the tenant's schema has no migration)", found.KnownAtWhy)
+			moved = false
 		}
+	default:
+		moved = false
 	}
 	out.AsOf, out.Instants.AsOf = now, "now"
 	switch {
@@ -332,7 +336,7 @@ func instants(out *Context, q Query, found when.Found, sc *tenantSchema, now tim
 		out.AsOf, out.Instants.AsOf = q.AsOf, "given"
 	case !found.AsOf.IsZero():
 		out.AsOf, out.Instants.AsOf = found.AsOf, fmt.Sprintf("the question: %q", found.AsOfWhy)
-	case out.Instants.KnownAt != "now":
+	case moved:
 		out.AsOf, out.Instants.AsOf = out.KnownAt, "known_at (what was believed then about then)"
 	}
 }

@@ -381,4 +381,11 @@ migrations:
 		require.Equal(t, []string{`"premium"@m1`}, values(before, recall.Current), q)
 		require.Equal(t, "tier", before.Facts[0].Attribute, "the row as it was believed")
 	}
+
+	// Without a migration, "before the migration" moves neither instant.
+	w.passport("acme")
+	c := w.recall(recall.Query{Tenant: "acme", Question: "What was Mira's passport deadline before the migration?"})
+	require.Equal(t, "now", c.Instants.AsOf)
+	require.Contains(t, c.Instants.KnownAt, "no migration")
+	require.Equal(t, c.AsOf, c.KnownAt)
 }
