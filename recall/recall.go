@@ -177,8 +177,8 @@ func New(store Store) *Recaller {
 // WithEmbedder makes recall search episodes by vector too: the question
 // is embedded by e, and the episodes whose vectors in vectors (of e's
 // model, written by the queue's embedding job) are nearest to it are
-// fused with the lexical ranking (fuse: the lexical score plus half the
-// relative similarity). Without it (or with a nil e or vectors) recall is
+// fused with the lexical ranking (fuse: the lexical score plus 0.7 times
+// the relative similarity, weights.vector). Without it (or with a nil e or vectors) recall is
 // lexical.
 func (r *Recaller) WithEmbedder(e llm.Embedder, vectors sgam.VectorSearch) *Recaller {
 	r.embed, r.vectors = e, vectors

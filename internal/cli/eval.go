@@ -42,7 +42,11 @@ categories 1-4 (multi-hop, temporal, open-domain, single-hop) goes through
 recall with 25 evidence episodes, and the report gives, by category, the
 fraction of the question's evidence turns among the first 5, 10 and 25 cited
 episodes, the fraction of its evidence sessions among the first 1 and 3
-sessions cited, and recall's time per question.
+sessions cited, and recall's time per question. A second report gives the
+contexts an agent is given (at most 10 evidence episodes, evidence auto and
+always, no budget, 800 and 400 tokens): turn recall@10, the fraction of
+questions of categories 1, 2 and 4 whose gold answer the rendered context
+holds (answer in context), and its tokens per question.
 
 Figures are given for all conversations, for conversations 1-5 (the ones
 sgam's ranking was tuned on) and for 6-10 (unseen), so that the second says

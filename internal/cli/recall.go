@@ -23,9 +23,11 @@ func (a *app) recallCommand() *cobra.Command {
      ("on June 2, 2026", "in May", "last week", "yesterday", "before
      2026-06-03"; "as we believed on ..." and "before the migration" for
      known_at); else now. The answer says which it used and why.
-  2. the subjects the question names (known subject ids), --subject to
-     name them instead, and the attributes it names (names, aliases,
-     descriptions of the schema's attributes).
+  2. the subjects: --subject names them; else the known subject ids and
+     names (aliases) the question holds, and those of the latest facts of
+     --session; else those of the best evidence's facts. The attributes
+     the question names: under a schema, its attributes' names, aliases
+     and descriptions; without one, the subjects' own attributes.
   3. their values at those instants, each with its validity, fact id,
      sources and the quote that supports it; superseded values only when
      the question is about the past ("was", "before", "history", ...),
@@ -38,8 +40,9 @@ func (a *app) recallCommand() *cobra.Command {
      their quotes leave out are cited. --evidence always cites the best
      --evidence-limit episodes; --evidence none, none.
 
-It stops before --budget tokens (o200k_base, as counted by tiktoken) and
-says what it left out. With SGAM_EMBED_BASE_URL and SGAM_EMBED_MODEL set,
+It stops before --budget tokens (o200k_base, the tokenizer of OpenAI's
+recent models, counted by sgam itself) and says what it left out; a budget
+too small for the question, its instants and that line is refused. With SGAM_EMBED_BASE_URL and SGAM_EMBED_MODEL set,
 episodes embedded by the workers are searched by vector too, fused with the
 lexical ranking. The default output is the prompt-ready block; --json
 prints the whole context (docs/recall.md).`,
