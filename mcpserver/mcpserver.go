@@ -655,6 +655,13 @@ func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInp
 		}
 	}
 	c, err := t.cfg.Recaller.Recall(ctx, q)
+	var se *sgam.Error
+	if errors.As(err, &se) && (se.Field == "subjects[0]" || se.Field == "attributes[0]") {
+		// The tool takes one subject and one attribute, by those names.
+		named := *se
+		named.Field = strings.TrimSuffix(se.Field, "s[0]")
+		err = &named
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -788,6 +795,9 @@ func (t *tools) instant(field, s string) (time.Time, error) {
 func parseInstant(field, s string) (time.Time, error) {
 	if len(s) == len("2006-01-02") {
 		if d, err := time.Parse(time.DateOnly, s); err == nil {
+			if d.IsZero() { // 0001-01-01 is no "not given" here
+				return sgam.ParseTime(field, s+"T00:00:00Z")
+			}
 			return sgam.CheckTime(field, d)
 		}
 	}

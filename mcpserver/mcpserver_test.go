@@ -236,6 +236,9 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{"remember", with("value", strings.Repeat("x", 70<<10)), "invalid: value:"},
 		{"remember", with("subject", 7), "subject"},
 		{"recall", map[string]any{"subject": "mira", "known_at": "soon"}, "invalid: known_at:"},
+		{"recall", map[string]any{"question": "x", "as_of": "0001-01-01"}, "invalid: as_of: 0001-01-01T00:00:00Z is the zero instant"},
+		{"recall", map[string]any{"question": "x", "subject": " mira"}, "invalid: subject:"},
+		{"recall", map[string]any{"question": "x", "attribute": "a b"}, "invalid: attribute:"},
 		{"trace", map[string]any{"fact_id": 99}, "not_found:"},
 		{"trace", map[string]any{"fact_id": "one"}, "fact_id"},
 	} {

@@ -230,9 +230,12 @@ func omittedLine(budget int, o Omitted) string {
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{o.Facts, "facts"}, {o.Related, "related facts"}, {o.Evidence, "evidence episodes"}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+	}{{o.Facts, "fact"}, {o.Related, "related fact"}, {o.Evidence, "evidence episode"}} {
+		switch {
+		case p.n == 1:
+			parts = append(parts, "1 "+p.what)
+		case p.n > 1:
+			parts = append(parts, fmt.Sprintf("%d %ss", p.n, p.what))
 		}
 	}
 	return fmt.Sprintf("Left out to keep within %d tokens: %s.", budget, strings.Join(parts, ", "))

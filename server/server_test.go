@@ -268,6 +268,14 @@ func testAuth(t *testing.T, open opener) {
 		st, body := e.do("GET", "/v1/episodes", "raw:"+scheme+" "+e.keys["acme-read"], "")
 		require.Equal(t, 200, st, "%s: %v", scheme, body)
 	}
+	// Two keys in one request: neither is taken.
+	two := httptest.NewRequest("GET", "/v1/episodes", nil)
+	two.Header.Add("Authorization", "Bearer "+e.keys["acme-read"])
+	two.Header.Add("Authorization", "Bearer "+e.keys["acme-write"])
+	rec := httptest.NewRecorder()
+	e.srv.ServeHTTP(rec, two)
+	require.Equal(t, 401, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Body.String(), "send one Authorization header, not 2")
 	st, body := e.do("POST", "/v1/facts", "acme-read", write)
 	require.Equal(t, 403, st)
 	require.Contains(t, body["error"].(map[string]any)["message"], "a read key may not do this; it needs a write key")

@@ -80,7 +80,13 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 func (a *app) report(err error) int {
 	var se *sgam.Error
 	if errors.As(err, &se) {
-		if name, ok := a.fields[se.Field]; ok {
+		name, ok := a.fields[se.Field]
+		if base, index, indexed := strings.Cut(se.Field, "["); !ok && indexed {
+			// "subjects[1]" is the second --subject.
+			name, ok = a.fields[base]
+			name += "[" + index
+		}
+		if ok {
 			c := *se
 			c.Field = name
 			err = &c

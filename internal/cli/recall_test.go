@@ -90,6 +90,9 @@ func TestRecallCommand(t *testing.T) {
 	r = as("acme", "recall", "x", "--evidence", "sometimes")
 	require.Equal(t, cli.ExitUsage, r.code)
 	require.Contains(t, r.stderr, "--evidence:")
+	r = as("acme", "recall", "x", "--subject", "mira", "--subject=")
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "--subject[1]: is required")
 	// 0 is the library's "default": given as a flag, it is refused.
 	for _, flag := range []string{"--budget", "--evidence-limit", "--hops"} {
 		r = as("acme", "recall", "x", flag, "0")
