@@ -94,7 +94,11 @@ type Context struct {
 	Subjects   []string   `json:"subjects"`
 	Attributes []string   `json:"attributes"`
 	Facts      []Fact     `json:"facts"`
-	Evidence   []Evidence `json:"evidence"`
+	// Absent are the asked keys without a value at the instants, shown
+	// as the block's "none" lines: what ended each value, or nothing when
+	// none was ever believed.
+	Absent   []Absent   `json:"absent"`
+	Evidence []Evidence `json:"evidence"`
 	Related    []Fact     `json:"related"`
 	Rendered   string     `json:"rendered"`
 	Tokens     int        `json:"tokens"`
@@ -109,6 +113,17 @@ type Context struct {
 	// Warnings say what recall could not do and did without (the
 	// embedding endpoint failing: lexical evidence only).
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Absent is a key the question asks about that has no value at the
+// read's instants. Ended is the row whose end left it without one (a
+// tombstone: revoked; or a value whose validity ran out), with the quote
+// of its source; nil when no value of the key was ever believed by
+// known_at.
+type Absent struct {
+	Subject   string `json:"subject"`
+	Attribute string `json:"attribute"`
+	Ended     *Fact  `json:"ended"`
 }
 
 // Instants says why recall read at the instants it did.
@@ -297,7 +312,7 @@ func (r *Recaller) Recall(ctx context.Context, q Query) (*Context, error) {
 		return nil, err
 	}
 	out := &Context{Question: q.Question, Budget: q.TokenBudget, Subjects: []string{}, Attributes: []string{},
-		Facts: []Fact{}, Evidence: []Evidence{}, Related: []Fact{}}
+		Facts: []Fact{}, Absent: []Absent{}, Evidence: []Evidence{}, Related: []Fact{}}
 	a, err := newGather(r, ctx, q, out).read(r.clock.Now().UTC().Truncate(time.Microsecond))
 	if err != nil {
 		return nil, err

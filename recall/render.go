@@ -90,7 +90,9 @@ func lay(out *Context, a answer, shortest bool) error {
 	}
 	for _, ab := range a.absent {
 		items = append(items, item{"Facts (the values at those instants):",
-			func() (string, string) { return noneLine(ab), "" }, func(bool) {}, func() {}})
+			func() (string, string) { return noneLine(ab), "" },
+			func(bool) { out.Absent = append(out.Absent, Absent{Subject: ab.subject, Attribute: ab.attribute, Ended: ab.end}) },
+			func() { out.Omitted.Facts++ }})
 	}
 	if len(a.current) == 0 && len(a.absent) == 0 && len(out.Subjects) > 0 {
 		what := strings.Join(out.Subjects, ", ")
@@ -279,7 +281,7 @@ func reach(head *Context, a answer) int {
 		return 0
 	}
 	c := *head
-	c.Facts, c.Related, c.Evidence, c.Omitted = nil, nil, nil, Omitted{}
+	c.Facts, c.Absent, c.Related, c.Evidence, c.Omitted = nil, nil, nil, nil, Omitted{}
 	a.evidence = nil
 	if lay(&c, a, true) != nil {
 		return 0 // not even the header fits: nothing is shown

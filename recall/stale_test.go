@@ -89,11 +89,26 @@ func TestStaleEvidenceIsMarked(t *testing.T) {
 	require.NotContains(t, evidenceIDs(c), "e1")
 	require.Contains(t, c.Rendered, `no value of answer_style of mira since 2026-06-05 (revoked by e6: "I no longer want concise answers; detail is fine.")`)
 	golden(t, "revoked.txt", c.Rendered)
+	// The JSON says the same: the key without a value, and the row that
+	// ended it, with its source and its words.
+	require.Len(t, c.Absent, 1)
+	ab := c.Absent[0]
+	require.Equal(t, "mira", ab.Subject)
+	require.Equal(t, "answer_style", ab.Attribute)
+	require.NotNil(t, ab.Ended)
+	require.True(t, ab.Ended.Tombstone)
+	require.Equal(t, []string{"e6"}, ab.Ended.Sources)
+	require.Equal(t, "I no longer want concise answers; detail is fine.", ab.Ended.Quote)
+	never := w.recall(recall.Query{Tenant: "acme", Question: "What is Mira's shoe size?", Attributes: []string{"shoe_size"}, Subjects: []string{"mira"}})
+	require.Equal(t, []recall.Absent{{Subject: "mira", Attribute: "shoe_size"}}, never.Absent, "never had a value: nothing ended it")
 
 	// The other tenant, with the same words, sees none of it.
 	c = w.recall(recall.Query{Tenant: "globex", Question: "Does Mira still prefer concise answers?", Evidence: recall.EvidenceAlways})
 	require.NotContains(t, c.Rendered, "superseded")
 	require.Empty(t, c.Facts)
+	for _, ab := range c.Absent {
+		require.Nil(t, ab.Ended, "globex has no row of its own that ended a value")
+	}
 	for _, e := range c.Evidence {
 		require.Empty(t, e.Superseded)
 	}

@@ -269,6 +269,14 @@ export interface Superseded {
   by_episode?: string;
 }
 
+/** An asked key without a value at the read's instants (the block's "none" line). */
+export interface Absent {
+  subject: string;
+  attribute: string;
+  /** The row whose end left the key without a value (a tombstone, or a value whose validity ran out), with its quote; null when none was ever believed. */
+  ended: RecallFact | null;
+}
+
 export interface Evidence {
   episode_id: string;
   session?: string;
@@ -286,6 +294,7 @@ export interface RecallContext {
   subjects?: string[];
   attributes?: string[];
   facts: RecallFact[];
+  absent?: Absent[];
   evidence?: Evidence[];
   related?: RecallFact[];
   /** The prompt-ready block: facts at the instants asked, with sources and quotes, then evidence. */

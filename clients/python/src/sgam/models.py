@@ -365,6 +365,16 @@ class RecallSuperseded(Answer):
     by_episode: str | None = None
 
 
+class RecallAbsent(Answer):
+    """An asked key without a value at the read's instants (the block's "none"
+    line), with the row that ended its value: ``None`` when none was ever
+    believed."""
+
+    subject: str | None = None
+    attribute: str | None = None
+    ended: RecallFact | None = None
+
+
 class RecallEvidence(Answer):
     episode_id: str | None = None
     session: str | None = None
@@ -391,6 +401,7 @@ class RecallContext(Answer):
     subjects: list[str] = Field(default_factory=list)
     attributes: list[str] = Field(default_factory=list)
     facts: list[RecallFact] = Field(default_factory=list)
+    absent: list[RecallAbsent] = Field(default_factory=list)
     evidence: list[RecallEvidence] = Field(default_factory=list)
     related: list[RecallFact] = Field(default_factory=list)
     rendered: str = ""
