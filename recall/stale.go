@@ -202,8 +202,8 @@ func supersededText(s Superseded) string {
 }
 
 // markStale reads what the evidence's episodes said of the subjects in
-// play (one FactsFrom) and marks each episode's stale statements on the
-// keys the answer is about. The episode that ended a stale statement is
+// play (one FactsFrom, and one more for each episode it brings in) and
+// marks each episode's stale statements on the keys the answer is about. The episode that ended a stale statement is
 // shown just above the stale one, moved up or brought in: never the stale
 // statement without what ended it, and never below it. When that makes
 // the evidence longer than EvidenceLimit, an episode that takes no part
