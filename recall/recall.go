@@ -91,18 +91,18 @@ type Context struct {
 	Instants Instants `json:"instants"`
 	// Subjects are the subjects in play; Attributes those the question
 	// names (empty: every attribute of the subjects).
-	Subjects   []string   `json:"subjects"`
-	Attributes []string   `json:"attributes"`
-	Facts      []Fact     `json:"facts"`
+	Subjects   []string `json:"subjects"`
+	Attributes []string `json:"attributes"`
+	Facts      []Fact   `json:"facts"`
 	// Absent are the asked keys without a value at the instants, shown
 	// as the block's "none" lines: what ended each value, or nothing when
 	// none was ever believed.
 	Absent   []Absent   `json:"absent"`
 	Evidence []Evidence `json:"evidence"`
-	Related    []Fact     `json:"related"`
-	Rendered   string     `json:"rendered"`
-	Tokens     int        `json:"tokens"`
-	Budget     int        `json:"budget"`
+	Related  []Fact     `json:"related"`
+	Rendered string     `json:"rendered"`
+	Tokens   int        `json:"tokens"`
+	Budget   int        `json:"budget"`
 	// Omitted counts what was found but left out to keep to the budget.
 	Omitted Omitted `json:"omitted"`
 	// Search says how evidence was found: "lexical", or "lexical+vector

@@ -91,7 +91,9 @@ func lay(out *Context, a answer, shortest bool) error {
 	for _, ab := range a.absent {
 		items = append(items, item{"Facts (the values at those instants):",
 			func() (string, string) { return noneLine(ab), "" },
-			func(bool) { out.Absent = append(out.Absent, Absent{Subject: ab.subject, Attribute: ab.attribute, Ended: ab.end}) },
+			func(bool) {
+				out.Absent = append(out.Absent, Absent{Subject: ab.subject, Attribute: ab.attribute, Ended: ab.end})
+			},
 			func() { out.Omitted.Facts++ }})
 	}
 	if len(a.current) == 0 && len(a.absent) == 0 && len(out.Subjects) > 0 {
