@@ -206,8 +206,8 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 	}
 	// One key, or none: of two, a proxy and the server might each honour
 	// a different one.
-	if len(r.Header.Values("Authorization")) > 1 {
-		return caller{}, sgam.Errorf(sgam.Unauthenticated, "authorization", "send one Authorization header, not %d", len(r.Header.Values("Authorization")))
+	if n := len(r.Header.Values("Authorization")); n > 1 {
+		return caller{}, sgam.Errorf(sgam.Unauthenticated, "authorization", "send one Authorization header, not %d", n)
 	}
 	// The scheme is case-insensitive (RFC 9110, 11.1): "bearer" is Bearer.
 	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")

@@ -82,9 +82,10 @@ func (a *app) report(err error) int {
 	if errors.As(err, &se) {
 		name, ok := a.fields[se.Field]
 		if base, index, indexed := strings.Cut(se.Field, "["); !ok && indexed {
-			// "subjects[1]" is the second --subject.
-			name, ok = a.fields[base]
-			name += "[" + index
+			// "subjects[1]" is the second --subject: "--subject[1]".
+			if flag, known := a.fields[base]; known {
+				name, ok = flag+"["+index, true
+			}
 		}
 		if ok {
 			c := *se
