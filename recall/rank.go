@@ -242,10 +242,13 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 	}
 	for _, id := range w.expand(p.hits) {
 		win := p.windows[id]
-		seq := append(append(append([]sgam.Episode{}, win.Before...), by[id].episode), win.After...)
-		cs := make([]*candidate, len(seq))
-		for i, e := range seq {
-			cs[i] = add(e, 0)
+		cs := make([]*candidate, 0, len(win.Before)+1+len(win.After))
+		for _, e := range win.Before {
+			cs = append(cs, add(e, 0))
+		}
+		cs = append(cs, by[id])
+		for _, e := range win.After {
+			cs = append(cs, add(e, 0))
 		}
 		for i, c := range cs {
 			for d := 1; d <= around; d++ {
@@ -326,25 +329,33 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 // words.MaxTerms), and returns how many distinct stems were asked.
 func cover(all []*candidate, terms []string, w weights) int {
 	asked := map[string]int{} // stem → its bit
-	var initials [256]bool    // the first bytes of the asked stems
+	// The heads (words.StemHead) of the asked stems, as a bit set by the
+	// head's two bytes; a one-byte head sets every second byte of its
+	// first.
+	var heads [1 << 16 / 64]uint64
+	set := func(i int) { heads[i/64] |= 1 << (i % 64) }
 	for _, t := range terms {
 		st := words.Stem(t)
 		if _, ok := asked[st]; !ok {
 			asked[st] = len(asked)
 		}
-		if st != "" {
-			initials[st[0]] = true
+		switch h := words.StemHead(st); len(h) {
+		case 1:
+			for b := range 256 {
+				set(int(h[0])<<8 | b)
+			}
+		case 2:
+			set(int(h[0])<<8 | int(h[1]))
 		}
 	}
 	if len(asked) == 0 {
 		return 0
 	}
 	// Each word is stemmed once per recall: the candidates share most of
-	// their words, and stemming is the dear part. The Porter stemmer only
-	// rewrites a word's end and keeps its first letter, so a word whose
-	// first byte starts no asked stem is not stemmed. A question has at
-	// most words.MaxTerms distinct terms, so the stems a candidate holds
-	// are a bit set.
+	// their words, and stemming is the dear part. A word whose head
+	// starts no asked stem's head cannot stem to one, so it is not
+	// stemmed. A question has at most words.MaxTerms distinct terms, so
+	// the stems a candidate holds are a bit set.
 	bitOf := map[string]int{} // word → its stem's bit, -1 if not asked
 	for _, c := range all {
 		var seen uint64
@@ -353,7 +364,15 @@ func cover(all []*candidate, terms []string, w weights) int {
 			if n++; n > w.maxCoverageTerms {
 				return false
 			}
-			if t == "" || !initials[t[0]] {
+			if t == "" {
+				return true
+			}
+			h := words.StemHead(t)
+			i := int(h[0]) << 8 // a one-byte word: only a one-byte head starts it
+			if len(h) == 2 {
+				i |= int(h[1])
+			}
+			if heads[i/64]&(1<<(i%64)) == 0 {
 				return true
 			}
 			bit, ok := bitOf[t]

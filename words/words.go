@@ -156,6 +156,27 @@ func Stem(w string) string {
 	return st
 }
 
+// StemHead is what a word keeps of its start when stemmed: its first
+// two bytes, a second byte 'y' read as 'i' (the stemmer turns "ays" into
+// "ai"), or its one byte. For every word w, StemHead(Stem(w)) is a prefix
+// of StemHead(w) (TestStemHead): recall skips stemming a word whose head
+// starts no stem it looks for.
+func StemHead(w string) string {
+	if len(w) >= 2 && w[1] == 'y' {
+		return yHeads[w[0]]
+	}
+	return w[:min(2, len(w))]
+}
+
+// yHeads[b] is the head of a word of first byte b and second byte 'y',
+// made once: recall asks for the heads of every candidate's words.
+var yHeads = func() (h [256]string) {
+	for b := range h {
+		h[b] = string([]byte{byte(b), 'i'})
+	}
+	return h
+}()
+
 // stems remembers the stems of the words seen lately: recall stems the
 // words of every candidate episode, which repeat from one question to the
 // next, and the stemmer allocates. It holds words alone, no tenant and no
