@@ -225,6 +225,13 @@ type candidate struct {
 	holds uint64
 }
 
+// asks reports whether text holds a question mark, in Latin, CJK
+// full-width or Arabic script: each looked for on its own, as
+// strings.ContainsAny with runes beyond ASCII walks the text rune by rune.
+func asks(text string) bool {
+	return strings.IndexByte(text, '?') >= 0 || strings.Contains(text, "？") || strings.Contains(text, "؟")
+}
+
 // rankEvidence orders the pool's episodes by their score with their
 // conversation, given the question's terms, and returns the best limit of
 // them, each with its score (and no snippet: render cuts those it shows).
@@ -243,7 +250,7 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 		if c, ok := by[e.ID]; ok {
 			return c
 		}
-		c := &candidate{episode: e, own: own, asks: strings.ContainsAny(e.Content, "?？؟")}
+		c := &candidate{episode: e, own: own, asks: asks(e.Content)}
 		by[e.ID] = c
 		all = append(all, c)
 		return c

@@ -7,9 +7,9 @@
 package words
 
 import (
+	"hash/maphash"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
@@ -142,17 +142,14 @@ var stop = func() map[string]bool {
 // indexes: "deadlines" and "deadline", "moved" and "move" have one stem,
 // and a stem here is a term of that index.
 func Stem(w string) string {
-	if st, ok := stems.m.Load(w); ok {
-		return st.(string)
+	slot := &stems[maphash.String(stemSeed, w)%uint64(len(stems))]
+	if e := slot.Load(); e != nil && e.word == w {
+		return e.stem
 	}
 	st := porter.StemString(w)
-	if stems.n.Add(1) > maxStems {
-		stems.m.Clear()
-		stems.n.Store(0)
-	}
-	// The word is often a slice of a whole episode's text: the key is a
-	// copy, so that the cache holds no episode.
-	stems.m.Store(strings.Clone(w), st)
+	// The word is often a slice of a whole episode's text: the cache
+	// keeps a copy, so that it holds no episode.
+	slot.Store(&stemmed{word: strings.Clone(w), stem: st})
 	return st
 }
 
@@ -179,16 +176,17 @@ var yHeads = func() (h [256]string) {
 
 // stems remembers the stems of the words seen lately: recall stems the
 // words of every candidate episode, which repeat from one question to the
-// next, and the stemmer allocates. It holds words alone, no tenant and no
-// episode, in this process's memory only (a forgotten episode's words may
-// stay in it until it is next emptied). It forgets everything when it holds
-// maxStems (n counts the words added since).
-var stems struct {
-	m sync.Map
-	n atomic.Int64
-}
+// next, and the stemmer allocates. Each word has one slot, by its hash,
+// and the last word stemmed there keeps it: a lookup is a hash and one
+// load, with no lock (a sync.Map's was as dear as stemming). It holds
+// words alone, no tenant and no episode, in this process's memory only (a
+// forgotten episode's words may stay in it until other words take their
+// slots).
+var stems [1 << 14]atomic.Pointer[stemmed]
 
-const maxStems = 1 << 16
+type stemmed struct{ word, stem string }
+
+var stemSeed = maphash.MakeSeed()
 
 // Snippet returns at most max bytes of content around where the terms
 // occur most densely, on word boundaries, with "…" where it was cut. A
