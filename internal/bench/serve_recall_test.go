@@ -19,7 +19,9 @@ import (
 
 // BenchmarkServeRecall is a recall of `sgam bench http`'s workload (its
 // seed: SGAM_BENCH_FACTS facts, one episode per 100) asked in process
-// ("recall") and through the server's handler with no network
+// (one at a time: "recall"; by 16 workers on 2 cores, as `sgam bench
+// http` asks: "recall_parallel") and through the server's handler with no
+// network
 // ("handler": the key check, decoding, encoding, logging and metrics
 // besides): their difference is what HTTP costs above recall.
 func BenchmarkServeRecall(b *testing.B) {
@@ -46,6 +48,20 @@ func BenchmarkServeRecall(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+	b.Run("recall_parallel", func(b *testing.B) {
+		r := recall.New(s)
+		var n atomic.Int64
+		b.SetParallelism(8) // 16 workers on 2 cores, as sgam bench http
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				q, _ := strconv.Unquote(questions[int(n.Add(1))%len(questions)])
+				if _, err := r.Recall(b.Context(), recall.Query{Tenant: "bench", Question: q}); err != nil {
+					b.Error(err) // not Fatal: this is not the benchmark's goroutine
+					return
+				}
+			}
+		})
 	})
 	h, err := sgamserver.New(sgamserver.Config{Store: s, Logger: slog.New(slog.NewJSONHandler(discard{}, nil))})
 	if err != nil {
