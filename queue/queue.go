@@ -187,8 +187,8 @@ type Queue struct {
 	mu      sync.Mutex
 	stop    context.CancelFunc
 	stopped chan struct{}
-	// stopping is set once Stop begins: a job whose context ends then is
-	// given back, not failed.
+	// stopping is set once Stop begins: a job whose context is cancelled
+	// then is given back, not failed.
 	stopping atomic.Bool
 
 	embed embedState
@@ -336,8 +336,11 @@ func (w *worker) Work(ctx context.Context, job *river.Job[ExtractArgs]) error {
 		return nil // forgotten meanwhile: nothing to extract
 	case errors.As(err, new(*extract.BudgetError)):
 		return river.JobSnooze(q.cfg.BudgetRecheck)
-	case ctx.Err() != nil && q.stopping.Load():
-		return river.JobSnooze(0) // shutting down: another worker takes it
+	case errors.Is(ctx.Err(), context.Canceled) && q.stopping.Load():
+		// Shutting down: another worker takes it. Only a cancel is the
+		// shutdown's; a deadline is the job's own timeout, which counts the
+		// attempt even while Stop waits for the job.
+		return river.JobSnooze(0)
 	case !sgam.Retryable(err):
 		return river.JobCancel(jobError(err))
 	}

@@ -69,6 +69,34 @@ func TestJobTimeoutCountsTheAttempt(t *testing.T) {
 	require.Equal(t, 1, status.Failed, "the job failed for good, visibly")
 }
 
+// TestJobTimeoutDuringStop: the last attempt's timeout passes while
+// Stop waits for the job. It is the job's timeout, not the shutdown's
+// cancel: the job fails for good, as its record says, rather than being
+// given back to run again. (It was snoozed when Stop had begun.)
+func TestJobTimeoutDuringStop(t *testing.T) {
+	fake := llmtest.New(t, "m", func(llmtest.Call) llmtest.Reply { return llmtest.Reply{Delay: time.Minute} })
+	client, err := llm.New(llm.Config{BaseURL: fake.URL, Model: "m", Timeout: time.Minute, MaxAttempts: 1})
+	require.NoError(t, err)
+	st, path := openStore(t)
+	ctx := context.Background()
+	q, err := queue.OpenSQLite(ctx, path, st, extract.New(st, underestimated{client}),
+		queue.Config{Workers: 1, PollInterval: 20 * time.Millisecond, JobTimeout: 2 * time.Second, MaxAttempts: 1})
+	require.NoError(t, err)
+	_, _, err = st.AddEpisodeToExtract(ctx, sgam.Episode{Tenant: "acme", ID: "e1", Content: "Mira lives in Oslo."}, 0)
+	require.NoError(t, err)
+	require.NoError(t, q.Start(ctx))
+	require.Eventually(t, func() bool { return fake.CallCount() == 1 }, time.Minute, 5*time.Millisecond)
+	require.NoError(t, q.Stop(ctx), "a soft stop waits for the job, which its timeout ends")
+
+	recs, err := st.Extractions(ctx, "acme", "e1")
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	require.True(t, recs[0].GaveUp)
+	status := queueStatus(t, path, st)
+	require.Equal(t, 1, status.Failed, "the job failed for good, visibly")
+	require.Zero(t, status.Available)
+}
+
 // TestModelSlowerThanItsTimeout: with the default job timeout (the
 // model client's worst case and a margin), a model slower than the
 // client's own timeout is cut off by the client, which retries as it is
