@@ -137,9 +137,11 @@ type embedWorker struct {
 }
 
 // Work embeds every episode without a vector of the model, a batch at a
-// time, each batch stored as it comes: an attempt cut short (its context
-// ended: shutdown, or JobTimeout) loses nothing, and is snoozed to go on
-// at once. A failure a retry may mend (429, 5xx, a timeout, a store that
+// time, each batch stored as it comes: an attempt cut short by a shutdown,
+// or by JobTimeout after it stored a batch, loses nothing, and is snoozed
+// to go on at once; one that JobTimeout cut before it stored any counts as
+// a failed attempt (a batch slower than the timeout would otherwise be
+// sent again and again). A failure a retry may mend (429, 5xx, a timeout, a store that
 // is busy) returns the error, for River to retry with backoff; one no
 // retry mends (another 4xx, an unusable answer, vectors of another
 // dimension than the stored ones) is logged, cancels the job, and pauses
@@ -162,14 +164,20 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 	}
 	skipped := map[[2]string]bool{}
 	stored, fruitless := 0, 0
+	cut := func() error {
+		if errors.Is(ctx.Err(), context.Canceled) || stored > 0 {
+			return river.JobSnooze(0)
+		}
+		return errors.New("the job's timeout passed before a batch was stored")
+	}
 	for {
 		if ctx.Err() != nil {
-			return river.JobSnooze(0)
+			return cut()
 		}
 		eps, err := st.EpisodesToEmbed(ctx, model, embedBatch+len(skipped))
 		if err != nil {
 			if ctx.Err() != nil {
-				return river.JobSnooze(0)
+				return cut()
 			}
 			return jobError(err)
 		}
@@ -186,7 +194,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
-			return river.JobSnooze(0)
+			return cut()
 		case sgam.Retryable(err):
 			return jobError(err)
 		default:
@@ -205,7 +213,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
-			return river.JobSnooze(0)
+			return cut()
 		case sgam.ErrorCode(err) == sgam.Invalid:
 			return permanent(err) // another dimension than the stored vectors'
 		default:
@@ -242,7 +250,7 @@ func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) erro
 		n, err := st.DropEmbeddings(ctx, model)
 		if err != nil {
 			if ctx.Err() != nil {
-				return river.JobSnooze(0)
+				return cut()
 			}
 			return jobError(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
@@ -239,6 +240,33 @@ func TestEmbedFailures(t *testing.T) {
 		require.NoError(t, q.Stop(t.Context()))
 		require.Contains(t, logs.String(), "1 vectors for 3 texts")
 		require.Equal(t, 1, fake.EmbedCallCount())
+	})
+
+	t.Run("slower than the job timeout", func(t *testing.T) {
+		// A batch the server answers after the job's timeout: each attempt
+		// counts and the job gives up, rather than being snoozed to send the
+		// same batch again at once, forever.
+		st, path, x := open(t, "one", "two")
+		fake := llmtest.New(t, "m", nil)
+		fake.FaultEmbed(llmtest.EmbedReply{Delay: time.Minute}, llmtest.EmbedReply{Delay: time.Minute})
+		q, err := queue.Open(t.Context(), path, st, x, queue.Config{Workers: 1, PollInterval: 50 * time.Millisecond,
+			JobTimeout: 300 * time.Millisecond, MaxAttempts: 1, Embedder: embedder(t, fake, "emb"), Embeddings: st})
+		require.NoError(t, err)
+		require.NoError(t, q.Start(t.Context()))
+		var gaveUp *rivertype.JobRow
+		require.Eventually(t, func() bool {
+			jobs, err := queue.Jobs(t.Context(), q, queue.EmbedArgs{}.Kind())
+			require.NoError(t, err)
+			if len(jobs) == 0 {
+				return false
+			}
+			gaveUp = jobs[0]
+			return gaveUp.State == rivertype.JobStateDiscarded
+		}, 10*time.Second, 20*time.Millisecond, "the job gave up")
+		require.NoError(t, q.Stop(t.Context()))
+		require.Len(t, gaveUp.Errors, 1)
+		require.Contains(t, gaveUp.Errors[0].Error, "timeout passed before a batch was stored")
+		require.LessOrEqual(t, fake.EmbedCallCount(), 3, "one call an attempt, and a job inserted again by the dispatcher")
 	})
 
 	t.Run("refused texts", func(t *testing.T) {
