@@ -45,13 +45,16 @@ type gather struct {
 	relations map[string]relation
 	// ungoverned: the store said no schema serves the tenant.
 	ungoverned bool
+	// turn is the recall's place among those computing at once, given up
+	// while the embeddings server answers.
+	turn *turn
 }
 
 // relation is what Schemas.Relation says of an attribute.
 type relation struct{ ref, governed bool }
 
-func newGather(r *Recaller, ctx context.Context, q Query, out *Context) *gather {
-	return &gather{r: r, ctx: ctx, q: q, w: defaultWeights, out: out,
+func newGather(r *Recaller, ctx context.Context, q Query, out *Context, t *turn) *gather {
+	return &gather{r: r, ctx: ctx, q: q, w: defaultWeights, out: out, turn: t,
 		episodes: map[string]sgam.Episode{}, states: map[string][]sgam.Fact{}, relations: map[string]relation{}}
 }
 
@@ -256,7 +259,11 @@ func (g *gather) inPeriod(hits []sgam.EpisodeHit, period when.Period) ([]sgam.Ep
 // why in a warning: recall goes on lexically.
 func (g *gather) nearest(depth int) ([]sgam.EpisodeHit, error) {
 	model := g.r.embed.Model()
+	g.turn.give()
 	vecs, _, err := g.r.embed.Embed(g.ctx, []string{g.q.Question})
+	if terr := g.turn.take(g.ctx); terr != nil {
+		return nil, terr
+	}
 	if err != nil || len(vecs) != 1 {
 		if g.ctx.Err() != nil {
 			return nil, g.ctx.Err()

@@ -181,7 +181,8 @@ type Recaller struct {
 	embed   llm.Embedder
 	vectors sgam.VectorSearch
 
-	schemas schema.Cache // parsed schema bodies
+	schemas schema.Cache  // parsed schema bodies
+	turns   chan struct{} // WithConcurrency's slots; nil: no bound
 }
 
 // New returns a Recaller over store, on the system clock.
@@ -311,9 +312,14 @@ func (r *Recaller) Recall(ctx context.Context, q Query) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
+	t := &turn{slots: r.turns}
+	if err := t.take(ctx); err != nil {
+		return nil, err
+	}
+	defer t.give()
 	out := &Context{Question: q.Question, Budget: q.TokenBudget, Subjects: []string{}, Attributes: []string{},
 		Facts: []Fact{}, Absent: []Absent{}, Evidence: []Evidence{}, Related: []Fact{}}
-	a, err := newGather(r, ctx, q, out).read(r.clock.Now().UTC().Truncate(time.Microsecond))
+	a, err := newGather(r, ctx, q, out, t).read(r.clock.Now().UTC().Truncate(time.Microsecond))
 	if err != nil {
 		return nil, err
 	}

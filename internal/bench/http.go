@@ -35,8 +35,9 @@ const (
 	PhaseGetAsOf    = "get_as_of"   // the same GET with ?as_of= a past instant
 	PhaseRecall     = "recall"      // POST /v1/recall, a question naming a subject and words it said
 	// PhaseRecallInProcess asks the same questions of recall in this
-	// process, over the same file, with as many workers: what HTTP costs
-	// above recall is the difference.
+	// process, over the same file, with as many workers and sgam serve's
+	// bound on recalls at once: what HTTP costs above recall is the
+	// difference.
 	PhaseRecallInProcess = "recall_in_process"
 )
 
@@ -242,7 +243,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (res HTTPResult, err error) 
 		return res, err
 	}
 	defer local.Close()
-	l.recaller = recall.New(local)
+	l.recaller = recall.New(local).WithConcurrency(recall.DefaultConcurrency())
 	for _, p := range phases {
 		ph, err := l.run(ctx, srv, p.name, p.do)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/extract"
+	"github.com/sgam-dev/sgam/recall"
 	"github.com/sgam-dev/sgam/server"
 	"github.com/sgam-dev/sgam/store"
 )
@@ -26,6 +27,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var dev, devAllowRemote bool
 	var maxBody int64
 	var rateLimit float64
+	var recalls int
 	var expireEvery time.Duration
 	var lf llmFlags
 	var qf queueFlags
@@ -70,6 +72,9 @@ capture works and nothing is extracted.`,
 			if rateLimit < 0 {
 				return sgam.Errorf(sgam.Invalid, "--rate-limit", "must not be negative")
 			}
+			if recalls < 0 {
+				return sgam.Errorf(sgam.Invalid, "--recall-concurrency", "must not be negative")
+			}
 			if maxBody <= 0 || maxBody > 64<<20 {
 				return sgam.Errorf(sgam.Invalid, "--max-body", "must be between 1 and %d bytes", 64<<20)
 			}
@@ -101,6 +106,7 @@ capture works and nothing is extracted.`,
 			if err != nil {
 				return err
 			}
+			rc.WithConcurrency(recalls)
 			h, err := server.New(server.Config{Store: s, Version: version(), Extractor: extract.New(s, model), Recaller: rc, Dev: dev, DevTenant: a.tenant,
 				MaxBodyBytes: maxBody, RateLimit: rateLimit, ExpireEvery: expireEvery, Logger: log, Metrics: metrics})
 			if err != nil {
@@ -172,6 +178,7 @@ capture works and nothing is extracted.`,
 	c.Flags().Int64Var(&maxBody, "max-body", 1<<20, "largest request body in bytes")
 	c.Flags().Float64Var(&rateLimit, "rate-limit", 200, "requests per second per API key, bursts of twice that (0: no limit)")
 	c.Flags().DurationVar(&expireEvery, "expire-every", time.Hour, "run retention expiry at start and then this often (0: off)")
+	c.Flags().IntVar(&recalls, "recall-concurrency", recall.DefaultConcurrency(), "recalls computed at once; the others wait their turn, first come first served (0: no bound; default twice the cores)")
 	lf.add(c)
 	qf.add(c, 4)
 	return c

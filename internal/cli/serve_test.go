@@ -132,6 +132,18 @@ func TestServeExpireEveryFlag(t *testing.T) {
 	require.Contains(t, r.stdout, "sgam_store_operation_duration_seconds")
 }
 
+// TestServeRecallConcurrencyFlag: --recall-concurrency is a count of
+// recalls, 0 for no bound; a negative one is refused by name.
+func TestServeRecallConcurrencyFlag(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	r := sgamRun(t, "", "--db", db, "serve", "--dev", "--addr", "127.0.0.1:0", "--recall-concurrency", "-1")
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "sgam: --recall-concurrency: must not be negative")
+	r = sgamRun(t, "", "serve", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "--recall-concurrency")
+}
+
 // TestServeDevListensOnlyOnLoopback: --dev serves without keys, so it
 // refuses an --addr that is not loopback unless --dev-allow-remote is
 // given too.
