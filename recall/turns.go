@@ -12,9 +12,8 @@ import (
 // their context ends. A recall is CPU-bound: more at once than the cores
 // run share them, and each takes as long as the slowest of its
 // neighbours; taken in turn, each waits its place and then runs at full
-// speed, so the slow tail of the latencies shrinks (sgam bench http, 16
-// clients on 2 cores: p99 about 1.8 times the median with no bound, 1.55
-// with 4, at the same throughput). A recall gives its turn up while it
+// speed, so the slow tail of the latencies shrinks at the same throughput
+// (docs/recall.md has the figures). A recall gives its turn up while it
 // waits on the embeddings server, which is not computing.
 func (r *Recaller) WithConcurrency(n int) *Recaller {
 	r.turns = nil
@@ -46,7 +45,7 @@ func (t *turn) take(ctx context.Context) error {
 		t.held = true
 		return nil
 	case <-ctx.Done():
-		return &sgam.Error{Code: sgam.Unavailable, Message: "the recall did not get its turn in time: the server is busy with other recalls", Err: ctx.Err()}
+		return &sgam.Error{Code: sgam.Unavailable, Message: "the recall did not get its turn in time: other recalls held every turn", Err: ctx.Err()}
 	}
 }
 
