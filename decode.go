@@ -17,7 +17,7 @@ import (
 // JSON inputs (the HTTP API's bodies, the lines of replay scripts, ingest
 // files and exports), so that each fault has one wording everywhere. It
 // refuses, in order:
-//   - empty text;
+//   - empty text, and null;
 //   - text that is not one strict JSON value (CheckJSON: a field given
 //     twice, invalid UTF-8, a lone surrogate, a number out of range,
 //     trailing data), which encoding/json would read other than as
@@ -26,8 +26,12 @@ import (
 //     (CheckFieldNames);
 //   - a key that names no field of v, and a value of the wrong JSON type.
 func DecodeStrict(whole string, raw []byte, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	switch trimmed := bytes.TrimSpace(raw); {
+	case len(trimmed) == 0:
 		return Errorf(Invalid, whole, "is empty: a JSON object is expected")
+	case string(trimmed) == "null":
+		// encoding/json leaves v as it is for null: it would pass for {}.
+		return Errorf(Invalid, whole, "must be a JSON object, not null")
 	}
 	if err := CheckJSON(whole, raw); err != nil {
 		return err

@@ -357,6 +357,8 @@ func TestDecodeStrictFaults(t *testing.T) {
 		{`{} {}`, "body", "not valid JSON"},
 		{`[1]`, "body", "must be a JSON object, not array"},
 		{`"x"`, "body", "must be a JSON object, not string"},
+		{`null`, "body", "must be a JSON object, not null"},
+		{" null\n", "body", "must be a JSON object, not null"},
 		{`{"subject":1}`, "subject", "must be a JSON string, not number"},
 		{`{"count":1.5}`, "count", "must be a JSON integer, not the number 1.5"},
 		{`{"count":"1"}`, "count", "must be a JSON integer, not string"},

@@ -117,7 +117,7 @@ func noFields(r *http.Request) error {
 	if len(trimmed) == 0 {
 		return nil
 	}
-	if trimmed[0] != '{' { // decode would take null for {}
+	if trimmed[0] != '{' { // null, [], "x": not a body of fields
 		return sgam.Errorf(sgam.Invalid, "body", "must be empty or {}: this request has no fields")
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
