@@ -287,11 +287,7 @@ func (p *parser) timeAt(i int) (r reading, next int) {
 			// "at the end of last year", "in late May 2023": the part ends
 			// with its period, whose last microsecond is as certain as
 			// that of "in May 2023".
-			at := e.end
-			if e.relative && at.After(p.now) {
-				at = p.now
-			}
-			return reading{at: at, from: e.start, ok: true}, e.next
+			return reading{at: p.cut(e), from: e.start, ok: true}, e.next
 		}
 		return reading{around: e.period()}, e.next
 	}
@@ -316,17 +312,26 @@ func (p *parser) timeAt(i int) (r reading, next int) {
 	if h == ignored || e.void {
 		return p.ranged(i, e)
 	}
-	at, from := e.end, e.start
+	at, from := p.cut(e), e.start
 	if h == justBefore {
 		at = e.start.Add(-micro)
 		from = at
-	} else if e.relative && at.After(p.now) {
-		at = p.now
 	}
 	if y := at.Year(); y < 1 || y > 9999 {
 		return reading{}, next
 	}
 	return reading{at: at, from: from, ok: true}, next
+}
+
+// cut is the instant e is read at: its end, or now for a period under
+// way ("in 2026" read during 2026, as "in December" is in December) and
+// for a relative one that has not come ("next week"): the state is not
+// read at an instant that has not come for what has begun.
+func (p *parser) cut(e expr) time.Time {
+	if e.end.After(p.now) && (e.relative || !e.start.After(p.now)) {
+		return p.now
+	}
+	return e.end
 }
 
 // ranged reads the rest of a range or an approximation whose first

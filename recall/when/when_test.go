@@ -43,6 +43,10 @@ var cases = []tcase{
 	{q: "title on or before June 2, 2026", asOf: end(2026, 6, 2), why: "on or before June 2, 2026", past: true},
 	{q: "budget on June 2, 2030", asOf: end(2030, 6, 2), why: "on June 2, 2030"},
 	{q: "budget in 2027", asOf: end(2027, 12, 31), why: "in 2027"},
+	{q: "title in 2026", asOf: now, why: "in 2026"},                         // under way: cut at now
+	{q: "title in December 2026", asOf: now, why: "in December 2026"},       // under way: cut at now
+	{q: "title on December 1, 2026", asOf: now, why: "on December 1, 2026"}, // today: cut at now
+	{q: "title in late 2026", asOf: now, why: "in late 2026"},
 	// Month names and abbreviations.
 	{q: "on Sept 3, 2025", asOf: end(2025, 9, 3), why: "on Sept 3, 2025", past: true},
 	{q: "on sep 3 2025", asOf: end(2025, 9, 3), why: "on sep 3 2025", past: true},
