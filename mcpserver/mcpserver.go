@@ -403,15 +403,17 @@ type WriteOutput struct {
 
 // RecallInput is the input of recall.
 type RecallInput struct {
-	Question      string `json:"question,omitempty" jsonschema:"the question, in words; the subjects, attributes and instants it names are found in it"`
-	Subject       string `json:"subject,omitempty" jsonschema:"the subject to recall, instead of those the question names"`
-	Attribute     string `json:"attribute,omitempty" jsonschema:"only this attribute of the subject"`
-	AsOf          string `json:"as_of,omitempty" jsonschema:"what was true at this instant: RFC 3339 or a date (midnight UTC); default what the question says, else now"`
-	KnownAt       string `json:"known_at,omitempty" jsonschema:"as memory believed it at this instant: RFC 3339 or a date; default what the question says, else now"`
-	Budget        int    `json:"budget,omitempty" jsonschema:"most tokens of the answer's text (64 to 100000; 0 or absent: the default, 800)"`
-	Evidence      string `json:"evidence,omitempty" jsonschema:"which evidence is cited: auto (default: episodes near the best match, and only what the facts' quotes leave out when the facts answer), always (the best evidence_limit episodes) or none"`
-	EvidenceLimit int    `json:"evidence_limit,omitempty" jsonschema:"most episodes cited as evidence (1 to 100, -1 for none; 0 or absent: the default, 5)"`
-	Session       string `json:"session,omitempty" jsonschema:"the conversation asking: the subjects of its latest facts are in play too"`
+	Question      string   `json:"question,omitempty" jsonschema:"the question, in words; the subjects, attributes and instants it names are found in it"`
+	Subject       string   `json:"subject,omitempty" jsonschema:"the subject to recall, instead of those the question names"`
+	Subjects      []string `json:"subjects,omitempty" jsonschema:"the subjects to recall (at most 8), instead of those the question names; not with subject"`
+	Attribute     string   `json:"attribute,omitempty" jsonschema:"only this attribute of the subject"`
+	AsOf          string   `json:"as_of,omitempty" jsonschema:"what was true at this instant: RFC 3339 or a date (midnight UTC); default what the question says, else now"`
+	KnownAt       string   `json:"known_at,omitempty" jsonschema:"as memory believed it at this instant: RFC 3339 or a date; default what the question says, else now"`
+	Budget        int      `json:"budget,omitempty" jsonschema:"most tokens of the answer's text (64 to 100000; 0 or absent: the default, 800)"`
+	Evidence      string   `json:"evidence,omitempty" jsonschema:"which evidence is cited: auto (default: episodes near the best match, and only what the facts' quotes leave out when the facts answer), always (the best evidence_limit episodes) or none"`
+	EvidenceLimit int      `json:"evidence_limit,omitempty" jsonschema:"most episodes cited as evidence (1 to 100, -1 for none; 0 or absent: the default, 5)"`
+	Hops          int      `json:"hops,omitempty" jsonschema:"how deep references to other subjects are followed for related facts (1 to 3, -1 for none; 0 or absent: the default, 1)"`
+	Session       string   `json:"session,omitempty" jsonschema:"the conversation asking: the subjects of its latest facts are in play too"`
 }
 
 // HistoryInput is the input of history.
@@ -636,8 +638,12 @@ func (t *tools) writeOutput(ctx context.Context, episodeID string, res sgam.Writ
 // structured content. The output is declared an object, not the context's
 // Go type: its facts carry values of any JSON type.
 func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, map[string]any, error) {
-	q := recall.Query{Tenant: t.cfg.Tenant, Question: in.Question, TokenBudget: in.Budget, Evidence: in.Evidence, EvidenceLimit: in.EvidenceLimit, Session: in.Session}
+	q := recall.Query{Tenant: t.cfg.Tenant, Question: in.Question, TokenBudget: in.Budget, Evidence: in.Evidence, EvidenceLimit: in.EvidenceLimit,
+		Hops: in.Hops, Session: in.Session, Subjects: in.Subjects}
 	if in.Subject != "" {
+		if len(in.Subjects) > 0 {
+			return nil, nil, sgam.Errorf(sgam.Invalid, "subjects", "give subject or subjects, not both")
+		}
 		q.Subjects = []string{in.Subject}
 	}
 	if in.Attribute != "" {
@@ -656,8 +662,8 @@ func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInp
 	}
 	c, err := t.cfg.Recaller.Recall(ctx, q)
 	var se *sgam.Error
-	if errors.As(err, &se) && (se.Field == "subjects[0]" || se.Field == "attributes[0]") {
-		// The tool takes one subject and one attribute, by those names.
+	if errors.As(err, &se) && (in.Subject != "" && se.Field == "subjects[0]" || se.Field == "attributes[0]") {
+		// subject and attribute are one each, by those names.
 		named := *se
 		named.Field = strings.TrimSuffix(se.Field, "s[0]")
 		err = &named

@@ -105,6 +105,11 @@ func TestPassportStory(t *testing.T) {
 	require.Equal(t, []any{e2}, fs[0]["sources"])
 	require.Equal(t, "Mira: correction, the deadline is June 30.", fs[0]["quote"])
 	require.Equal(t, "current", fs[0]["status"])
+	// Subjects as a list, and hops, as the HTTP API takes them.
+	listed, msg := call(t, acme, "recall", map[string]any{"subjects": []string{"mira"}, "attribute": "passport_deadline", "hops": -1})
+	require.Empty(t, msg)
+	require.Equal(t, fs, facts(t, listed))
+	require.Equal(t, []any{"mira"}, listed["subjects"])
 
 	// A question finds its subject, attribute and instant by itself; the
 	// text content is the rendered block.
@@ -239,6 +244,9 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{"recall", map[string]any{"question": "x", "as_of": "0001-01-01"}, "invalid: as_of: 0001-01-01T00:00:00Z is the zero instant"},
 		{"recall", map[string]any{"question": "x", "subject": " mira"}, "invalid: subject:"},
 		{"recall", map[string]any{"question": "x", "attribute": "a b"}, "invalid: attribute:"},
+		{"recall", map[string]any{"question": "x", "subject": "mira", "subjects": []string{"mira"}}, "invalid: subjects: give subject or subjects, not both"},
+		{"recall", map[string]any{"question": "x", "subjects": []string{"mira", " bad"}}, "invalid: subjects[1]:"},
+		{"recall", map[string]any{"question": "x", "hops": 7}, "invalid: hops: must be between 1 and 3"},
 		{"trace", map[string]any{"fact_id": 99}, "not_found:"},
 		{"trace", map[string]any{"fact_id": "one"}, "fact_id"},
 	} {
