@@ -165,21 +165,35 @@ func query(r *http.Request, takes []string) error {
 	return nil
 }
 
-// optTime parses an optional RFC 3339 field ("" is zero).
-func optTime(field, s string) (time.Time, error) {
-	if s == "" {
+// optTime parses an optional RFC 3339 field: absent (nil) is zero; given
+// empty, it is refused, as a client that meant none leaves it out.
+func optTime(field string, s *string) (time.Time, error) {
+	switch {
+	case s == nil:
 		return time.Time{}, nil
+	case *s == "":
+		return time.Time{}, sgam.Errorf(sgam.Invalid, field, "is empty: give an RFC 3339 instant, or leave it out")
 	}
-	return sgam.ParseTime(field, s)
+	return sgam.ParseTime(field, *s)
 }
 
 // at reads the as_of and known_at query parameters.
 func at(r *http.Request) (sgam.At, error) {
 	var a sgam.At
 	var err error
-	if a.AsOf, err = optTime("as_of", r.URL.Query().Get("as_of")); err != nil {
+	q := r.URL.Query()
+	if a.AsOf, err = optTime("as_of", param(q, "as_of")); err != nil {
 		return a, err
 	}
-	a.KnownAt, err = optTime("known_at", r.URL.Query().Get("known_at"))
+	a.KnownAt, err = optTime("known_at", param(q, "known_at"))
 	return a, err
+}
+
+// param is a query parameter's value, nil when it is not given.
+func param(q url.Values, name string) *string {
+	if !q.Has(name) {
+		return nil
+	}
+	v := q.Get(name)
+	return &v
 }

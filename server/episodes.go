@@ -17,7 +17,7 @@ type EpisodeRequest struct {
 	Session        string          `json:"session"`
 	Kind           string          `json:"kind"`
 	Content        string          `json:"content"`
-	OccurredAt     string          `json:"occurred_at"`
+	OccurredAt     *string         `json:"occurred_at"`
 	Metadata       json.RawMessage `json:"metadata"`
 	IdempotencyKey string          `json:"idempotency_key"`
 	Retention      string          `json:"retention"`

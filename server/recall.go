@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/sgam-dev/sgam"
 	"github.com/sgam-dev/sgam/recall"
 )
 
@@ -12,10 +13,10 @@ type RecallRequest struct {
 	Question      string   `json:"question"`
 	Subjects      []string `json:"subjects"`
 	Attributes    []string `json:"attributes"`
-	AsOf          string   `json:"as_of"`
-	KnownAt       string   `json:"known_at"`
+	AsOf          *string  `json:"as_of"`
+	KnownAt       *string  `json:"known_at"`
 	Budget        int      `json:"budget"`
-	Evidence      string   `json:"evidence"`
+	Evidence      *string  `json:"evidence"`
 	EvidenceLimit int      `json:"evidence_limit"`
 	Hops          int      `json:"hops"`
 	Session       string   `json:"session"`
@@ -28,7 +29,13 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, c caller) (any, 
 		return nil, err
 	}
 	q := recall.Query{Tenant: c.tenant, Question: req.Question, Subjects: req.Subjects, Attributes: req.Attributes,
-		TokenBudget: req.Budget, Evidence: req.Evidence, EvidenceLimit: req.EvidenceLimit, Hops: req.Hops, Session: req.Session}
+		TokenBudget: req.Budget, EvidenceLimit: req.EvidenceLimit, Hops: req.Hops, Session: req.Session}
+	if req.Evidence != nil {
+		if *req.Evidence == "" {
+			return nil, sgam.Errorf(sgam.Invalid, "evidence", "is empty: give auto, always or none, or leave it out")
+		}
+		q.Evidence = *req.Evidence
+	}
 	var err error
 	if q.AsOf, err = optTime("as_of", req.AsOf); err != nil {
 		return nil, err

@@ -87,6 +87,9 @@ func testRecallRoute(t *testing.T, open opener) {
 		{`{"question":"x","tenant":"globex"}`, "tenant"},
 		{`{}`, "question"},
 		{`{"question":"x","evidence":"sometimes"}`, "evidence"},
+		{`{"question":"x","evidence":""}`, "evidence"},
+		{`{"question":"x","as_of":""}`, "as_of"},
+		{`{"question":"x","known_at":""}`, "known_at"},
 		{`{"question":"x","evidence":"none","evidence_limit":3}`, "evidence_limit"},
 	} {
 		st, body = e.do("POST", "/v1/recall", "acme-read", bad.body)

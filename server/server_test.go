@@ -324,6 +324,22 @@ func testBadInput(t *testing.T, open opener) {
 	require.Equal(t, 400, st)
 	_, field := errorOf(t, body)
 	require.Equal(t, "as_of", field)
+	// Given empty, an instant is refused: a client that meant none leaves
+	// it out.
+	for _, c := range []struct{ method, path, body, field string }{
+		{"GET", "/v1/subjects/mira?known_at=", "", "known_at"},
+		{"POST", "/v1/episodes", `{"content":"x","occurred_at":""}`, "occurred_at"},
+	} {
+		key := "acme-read"
+		if c.method == "POST" {
+			key = "acme-write"
+		}
+		st, body = e.do(c.method, c.path, key, c.body)
+		require.Equal(t, 400, st, "%s %s: %v", c.method, c.path, body)
+		_, field = errorOf(t, body)
+		require.Equal(t, c.field, field)
+		require.Contains(t, body["error"].(map[string]any)["message"], "is empty")
+	}
 	st, _ = e.do("GET", "/v1/facts/x/trace", "acme-read", "")
 	require.Equal(t, 400, st)
 	st, _ = e.do("GET", "/v1/episodes?limit=many", "acme-read", "")
