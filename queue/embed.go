@@ -141,9 +141,9 @@ type embedWorker struct {
 // or by JobTimeout after it stored a batch, loses nothing, and is snoozed
 // to go on at once; one that JobTimeout cut before it stored any counts as
 // a failed attempt (a batch slower than the timeout would otherwise be
-// sent again and again). A failure a retry may mend (429, 5xx, a timeout, a store that
-// is busy) returns the error, for River to retry with backoff; one no
-// retry mends (another 4xx, an unusable answer, vectors of another
+// sent again and again). A failure a retry may mend (429, 5xx, a timeout,
+// a store that is busy) returns the error, for River to retry with
+// backoff; one no retry mends (another 4xx, an unusable answer, vectors of another
 // dimension than the stored ones) is logged, cancels the job, and pauses
 // the dispatcher for embedPause.
 func (ew *embedWorker) Work(ctx context.Context, job *river.Job[EmbedArgs]) error {
