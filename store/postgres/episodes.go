@@ -182,7 +182,7 @@ func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, kno
 			}
 			w := out[target]
 			if side == 0 {
-				w.Before = append([]sgam.Episode{e}, w.Before...) // read nearest first
+				w.Before = append(w.Before, e) // nearest first (engine.Reader)
 			} else {
 				w.After = append(w.After, e)
 			}

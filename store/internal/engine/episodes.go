@@ -179,7 +179,11 @@ func (s *Store) Around(ctx context.Context, tenant string, ids []string, n int, 
 	if len(ok) == 0 {
 		return map[string]sgam.Window{}, nil
 	}
-	return s.d.Around(ctx, tenant, ok, n, sgam.Micros(knownAt))
+	out, err = s.d.Around(ctx, tenant, ok, n, sgam.Micros(knownAt))
+	for _, w := range out {
+		slices.Reverse(w.Before) // the driver's nearest first, oldest first
+	}
+	return out, err
 }
 
 // Pending implements sgam.Review.
