@@ -19,7 +19,7 @@ const (
 // narrowed is a subject's state narrowed to the attributes asked for
 // (none: every attribute), each row marked current.
 func narrowed(state []sgam.Fact, attrs []string, sc *tenantSchema) []Fact {
-	var out []Fact
+	out := make([]Fact, 0, len(state))
 	for _, f := range state {
 		if len(attrs) > 0 && !slices.Contains(attrs, sc.declared(f.Attribute)) {
 			continue

@@ -212,7 +212,10 @@ func (g *gather) pool(period when.Period) (pool, error) {
 		g.episodes[h.Episode.ID] = h.Episode
 	}
 	for _, w := range p.windows {
-		for _, e := range slices.Concat(w.Before, w.After) {
+		for _, e := range w.Before {
+			g.episodes[e.ID] = e
+		}
+		for _, e := range w.After {
 			g.episodes[e.ID] = e
 		}
 	}
@@ -426,7 +429,11 @@ func (g *gather) facts(subjects, attrs []string, past bool) (current, old []Fact
 			return nil, nil, err
 		}
 		shown := narrowed(state, attrs, g.sc)
-		current = append(current, shown...)
+		if current == nil {
+			current = shown
+		} else {
+			current = append(current, shown...)
+		}
 		if !past {
 			continue
 		}

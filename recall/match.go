@@ -95,8 +95,11 @@ func matchAttributes(asked map[string]bool, cands []namedAttribute) []string {
 // splitName splits an attribute name into its words ("passport_deadline"
 // is passport and deadline).
 func splitName(name string) []string {
-	return words.Terms(strings.NewReplacer("_", " ", "-", " ", ".", " ").Replace(name), 16)
+	return words.Terms(nameSeparators.Replace(name), 16)
 }
+
+// nameSeparators reads the separators of an attribute's name as spaces.
+var nameSeparators = strings.NewReplacer("_", " ", "-", " ", ".", " ")
 
 // hits counts the distinct stems of ws among asked.
 func hits(ws []string, asked map[string]bool) int {

@@ -36,9 +36,13 @@ func contentQuote(f sgam.Fact, content string) string {
 	if json.Unmarshal(f.Value, &text) != nil {
 		text = string(f.Value)
 	}
-	terms := words.Terms(strings.NewReplacer("_", " ", "-", " ").Replace(f.Attribute)+" "+text, words.MaxTerms)
+	terms := words.Terms(wordSeparators.Replace(f.Attribute)+" "+text, words.MaxTerms)
 	return words.Snippet(content, terms, maxQuoteBytes)
 }
+
+// wordSeparators reads the word separators of an attribute's name as
+// spaces.
+var wordSeparators = strings.NewReplacer("_", " ", "-", " ")
 
 func sameJSON(a, b json.RawMessage) bool {
 	if string(a) == string(b) {

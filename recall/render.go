@@ -2,6 +2,7 @@ package recall
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,19 +75,23 @@ func lay(out *Context, a answer, shortest bool) error {
 		keep    func(short bool)
 		omit    func()
 	}
-	var items []item
+	items := make([]item, 0, len(a.current)+len(a.absent)+1+len(a.past)+len(a.related)+len(a.evidence))
+	// The items point into a's facts, which reach's lay shares with
+	// render's: what is kept is a copy.
 	keepFact := func(to *[]Fact, f *Fact) func(bool) {
 		return func(short bool) {
+			kept := *f
 			if short {
-				f.Quote = ""
+				kept.Quote = ""
 			}
-			*to = append(*to, *f)
+			*to = append(*to, kept)
 		}
 	}
-	for _, f := range a.current {
+	for i := range a.current {
+		f := &a.current[i]
 		items = append(items, item{"Facts (the values at those instants):",
-			func() (string, string) { return factLine(f) },
-			keepFact(&out.Facts, &f), func() { out.Omitted.Facts++ }})
+			func() (string, string) { return factLine(*f) },
+			keepFact(&out.Facts, f), func() { out.Omitted.Facts++ }})
 	}
 	for _, ab := range a.absent {
 		items = append(items, item{"Facts (the values at those instants):",
@@ -104,19 +109,21 @@ func lay(out *Context, a answer, shortest bool) error {
 		items = append(items, item{"Facts (the values at those instants):",
 			func() (string, string) { return "- none: no value of " + what + " at those instants", "" }, func(bool) {}, func() {}})
 	}
-	for _, f := range a.past {
+	for i := range a.past {
+		f := &a.past[i]
 		items = append(items, item{"Past values (superseded before as_of; not current):",
-			func() (string, string) { return factLine(f) },
-			keepFact(&out.Facts, &f), func() { out.Omitted.Facts++ }})
+			func() (string, string) { return factLine(*f) },
+			keepFact(&out.Facts, f), func() { out.Omitted.Facts++ }})
 	}
-	for _, f := range a.related {
+	for i := range a.related {
+		f := &a.related[i]
 		items = append(items, item{"Related (through references):",
 			func() (string, string) {
-				full, short := factLine(f)
+				full, short := factLine(*f)
 				via := fmt.Sprintf(" | via fact %d", f.Via)
 				return full + via, short + via
 			},
-			keepFact(&out.Related, &f), func() { out.Omitted.Related++ }})
+			keepFact(&out.Related, f), func() { out.Omitted.Related++ }})
 	}
 	var terms []string // the question's, around which snippets are cut
 	if len(a.evidence) > 0 {
@@ -144,6 +151,9 @@ func lay(out *Context, a answer, shortest bool) error {
 			func(bool) { out.Evidence = append(out.Evidence, ev) }, func() { out.Omitted.Evidence++ }})
 	}
 
+	out.Facts = slices.Grow(out.Facts, len(a.current)+len(a.past))
+	out.Related = slices.Grow(out.Related, len(a.related))
+	out.Evidence = slices.Grow(out.Evidence, len(a.evidence))
 	section, full := "", false
 	for i, it := range items {
 		if full {
