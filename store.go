@@ -40,13 +40,15 @@ type Episodes interface {
 	Episode(ctx context.Context, tenant, id string) (Episode, error)
 	// Episodes lists a tenant's episodes, oldest first.
 	Episodes(ctx context.Context, q EpisodeQuery) ([]Episode, error)
-	// Around returns, for each of ids (at most MaxAroundLookup) that is
-	// an episode of a session, the up to n (at most MaxAround) episodes
-	// just before it in its session and just after it (by occurred_at,
-	// then id), recorded by knownAt (zero: now), oldest first: the turns
-	// of the conversation around it. An unknown id, or one with no
-	// neighbour, has no window.
-	Around(ctx context.Context, tenant string, ids []string, n int, knownAt time.Time) (map[string]Window, error)
+	// Around returns, by id, for each of the episodes at (at most
+	// MaxAroundLookup) that belongs to a session, the up to n (at most
+	// MaxAround) episodes just before it in its session and just after
+	// it (by occurred_at, then id), recorded by knownAt (zero: now),
+	// oldest first: the turns of the conversation around it. Each is
+	// read by its ID, Session and OccurredAt, as the store returned it
+	// (its Tenant, when set, must be tenant), so that the store does not
+	// read it again. One with no neighbour has no window.
+	Around(ctx context.Context, tenant string, at []Episode, n int, knownAt time.Time) (map[string]Window, error)
 }
 
 // Window is the conversation around an episode (Episodes.Around).

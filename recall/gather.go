@@ -203,8 +203,8 @@ func (g *gather) pool(period when.Period) (pool, error) {
 			return pool{}, err
 		}
 	}
-	if ids := g.w.expand(p.hits); len(ids) > 0 {
-		if p.windows, err = g.r.store.Around(g.ctx, g.q.Tenant, ids, around, g.at.KnownAt); err != nil {
+	if at := g.w.expand(p.hits); len(at) > 0 {
+		if p.windows, err = g.r.store.Around(g.ctx, g.q.Tenant, at, around, g.at.KnownAt); err != nil {
 			return pool{}, err
 		}
 	}

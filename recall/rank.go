@@ -180,21 +180,21 @@ func (w weights) searchDepth(limit int) int {
 	return min(sgam.MaxSearchLimit, max(w.minCandidates, w.depth*limit))
 }
 
-// expand returns the ids of the hits (best first) whose neighbours are
-// read: the best expanded of them that belong to a session and score at
-// least expandBar of the best.
-func (w weights) expand(hits []sgam.EpisodeHit) []string {
-	var ids []string
+// expand returns the episodes of the hits (best first) whose neighbours
+// are read: the best expanded of them that belong to a session and score
+// at least expandBar of the best.
+func (w weights) expand(hits []sgam.EpisodeHit) []sgam.Episode {
+	var at []sgam.Episode
 	least := 0.0 // scores that are not positive are all read
 	if len(hits) > 0 {
 		least = w.expandBar * hits[0].Score
 	}
 	for _, h := range hits[:min(w.expanded, len(hits))] {
 		if h.Episode.Session != "" && (h.Score <= 0 || h.Score >= least) {
-			ids = append(ids, h.Episode.ID)
+			at = append(at, h.Episode)
 		}
 	}
-	return ids
+	return at
 }
 
 // pool is what the evidence is ranked from: the index's hits for the
@@ -263,7 +263,8 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 			sessions[s] = append(sessions[s], own)
 		}
 	}
-	for _, id := range w.expand(p.hits) {
+	for _, e := range w.expand(p.hits) {
+		id := e.ID
 		win := p.windows[id]
 		cs := make([]*candidate, 0, len(win.Before)+1+len(win.After))
 		for _, e := range win.Before {

@@ -71,9 +71,9 @@ func (c *counting) SearchEpisodes(ctx context.Context, q sgam.SearchQuery) ([]sg
 	return c.Store.SearchEpisodes(ctx, q)
 }
 
-func (c *counting) Around(ctx context.Context, tenant string, ids []string, n int, knownAt time.Time) (map[string]sgam.Window, error) {
+func (c *counting) Around(ctx context.Context, tenant string, at []sgam.Episode, n int, knownAt time.Time) (map[string]sgam.Window, error) {
 	c.count("Around", nil, "")
-	return c.Store.Around(ctx, tenant, ids, n, knownAt)
+	return c.Store.Around(ctx, tenant, at, n, knownAt)
 }
 
 func (c *counting) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error) {

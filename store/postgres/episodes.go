@@ -154,20 +154,23 @@ func (s *db) Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode,
 	return out, nil
 }
 
-// Around implements engine.Reader: for each id, a lateral pair of index
-// scans (the n before it in its session, the n after).
-func (s *db) Around(ctx context.Context, tenant string, ids []string, n int, knownAt int64) (map[string]sgam.Window, error) {
+// Around implements engine.Reader: for each episode, a lateral pair of
+// index scans (the n before it in its session, the n after).
+func (s *db) Around(ctx context.Context, tenant string, at []sgam.Episode, n int, knownAt int64) (map[string]sgam.Window, error) {
+	ids, sessions, occurred := make([]string, len(at)), make([]string, len(at)), make([]time.Time, len(at))
+	for i, e := range at {
+		ids[i], sessions[i], occurred[i] = e.ID, e.Session, e.OccurredAt
+	}
 	out := map[string]sgam.Window{}
 	err := s.readEach(ctx, tenant, "episodes around", func(tx querier) error {
-		rows, err := tx.Query(ctx, `SELECT t.episode_id, w.side, w.* FROM episodes t CROSS JOIN LATERAL (
+		rows, err := tx.Query(ctx, `SELECT t.episode_id, w.side, w.* FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS t(episode_id, session, occurred_at) CROSS JOIN LATERAL (
 				(SELECT 0 AS side, `+episodeColumnsOf("x")+` FROM episodes x
-				 WHERE x.tenant_id = t.tenant_id AND x.session = t.session AND (x.occurred_at, x.episode_id) < (t.occurred_at, t.episode_id) AND x.recorded_at <= $4
-				 ORDER BY x.occurred_at DESC, x.episode_id DESC LIMIT $3)
+				 WHERE x.tenant_id = $1 AND x.session = t.session AND (x.occurred_at, x.episode_id) < (t.occurred_at, t.episode_id) AND x.recorded_at <= $6
+				 ORDER BY x.occurred_at DESC, x.episode_id DESC LIMIT $5)
 				UNION ALL
 				(SELECT 1, `+episodeColumnsOf("x")+` FROM episodes x
-				 WHERE x.tenant_id = t.tenant_id AND x.session = t.session AND (x.occurred_at, x.episode_id) > (t.occurred_at, t.episode_id) AND x.recorded_at <= $4
-				 ORDER BY x.occurred_at, x.episode_id LIMIT $3)) w
-			WHERE t.tenant_id = $1 AND t.episode_id = ANY($2) AND t.session <> ''`, tenant, ids, n, sgam.FromMicros(knownAt))
+				 WHERE x.tenant_id = $1 AND x.session = t.session AND (x.occurred_at, x.episode_id) > (t.occurred_at, t.episode_id) AND x.recorded_at <= $6
+				 ORDER BY x.occurred_at, x.episode_id LIMIT $5)) w`, tenant, ids, sessions, occurred, n, sgam.FromMicros(knownAt))
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func TestLookaside(t *testing.T) {
 		hits, err := st.SearchEpisodes(t.Context(), sgam.SearchQuery{Tenant: "acme", Text: "When did Mira move to Oslo?", Limit: 40})
 		require.NoError(t, err)
 		require.Len(t, hits, 40)
-		_, err = st.Around(t.Context(), "acme", []string{hits[0].Episode.ID}, 2, time.Now())
+		_, err = st.Around(t.Context(), "acme", []sgam.Episode{hits[0].Episode}, 2, time.Now())
 		require.NoError(t, err)
 	}
 	c, err := st.d.rdb.Conn(t.Context())

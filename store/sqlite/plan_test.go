@@ -39,7 +39,7 @@ func TestAroundPlan(t *testing.T) {
 		_, err := s.AddEpisode(ctx, sgam.Episode{Tenant: "acme", ID: fmt.Sprintf("e%02d", i), Session: "s1", Content: "turn"})
 		require.NoError(t, err)
 	}
-	text := explain(t, s, aroundSQL(2), "acme", 2, int64(1)<<62, "e10", "e20")
+	text := explain(t, s, aroundSQL(2), "acme", 2, int64(1)<<62, "e10", "s1", int64(10), "e20", "s1", int64(20))
 	require.NotContains(t, text, "TEMP B-TREE", text)
 	require.Equal(t, 4, strings.Count(text, "USING INDEX episodes_session"), text)
 }

@@ -194,9 +194,18 @@ func runSearch(t *testing.T, newStore Factory) {
 			}
 			return out
 		}
-		w, err := b.store.Around(b.ctx, tenantA, []string{"t2", "t0", "t5", "lone", "nope"}, 2, time.Time{})
+		read := func(tenant string, ids ...string) []sgam.Episode {
+			var out []sgam.Episode
+			for _, id := range ids {
+				e, err := b.store.Episode(b.ctx, tenant, id)
+				require.NoError(t, err)
+				out = append(out, e)
+			}
+			return out
+		}
+		w, err := b.store.Around(b.ctx, tenantA, read(tenantA, "t2", "t0", "t5", "lone", "t2"), 2, time.Time{})
 		require.NoError(t, err)
-		require.Len(t, w, 3, "no window for an episode without a session, nor for an unknown id")
+		require.Len(t, w, 3, "no window for an episode without a session; one for an episode given twice")
 		require.NotContains(t, w, "lone")
 		require.Equal(t, []string{"t0", "t1"}, ids(w["t2"].Before), "oldest first")
 		require.Equal(t, []string{"t3", "t4"}, ids(w["t2"].After))
@@ -205,18 +214,28 @@ func runSearch(t *testing.T, newStore Factory) {
 		require.Equal(t, []string{"t3", "t4"}, ids(w["t5"].Before))
 		require.Empty(t, w["t5"].After)
 
-		w, err = b.store.Around(b.ctx, tenantA, []string{"t2"}, 8, b.at("2026-06-01T09:03:30Z"))
+		w, err = b.store.Around(b.ctx, tenantA, read(tenantA, "t2"), 8, b.at("2026-06-01T09:03:30Z"))
 		require.NoError(t, err)
 		require.Equal(t, []string{"t3"}, ids(w["t2"].After), "only what was recorded by known_at")
 
-		w, err = b.store.Around(b.ctx, tenantB, []string{"t2", "t9"}, 2, time.Time{})
+		w, err = b.store.Around(b.ctx, tenantB, read(tenantB, "t9"), 2, time.Time{})
 		require.NoError(t, err)
 		require.Empty(t, w, "the other tenant's session s1 is another conversation, where t9 is alone")
+		t2 := read(tenantA, "t2")
+		_, err = b.store.Around(b.ctx, tenantB, t2, 2, time.Time{})
+		requireCode(t, err, sgam.Invalid, "at[0].tenant")
+		t2[0].Tenant = ""
+		w, err = b.store.Around(b.ctx, tenantB, t2, 2, time.Time{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"t9"}, ids(w["t2"].After), "read in the tenant's own session s1, not the other's")
+		require.Empty(t, w["t2"].Before)
 
-		_, err = b.store.Around(b.ctx, tenantA, []string{"t2"}, 0, time.Time{})
+		_, err = b.store.Around(b.ctx, tenantA, read(tenantA, "t2"), 0, time.Time{})
 		requireCode(t, err, sgam.Invalid, "n")
-		_, err = b.store.Around(b.ctx, tenantA, []string{""}, 1, time.Time{})
-		requireCode(t, err, sgam.Invalid, "ids[0]")
+		_, err = b.store.Around(b.ctx, tenantA, []sgam.Episode{{ID: "", Session: "s1", OccurredAt: b.at("2026-06-01T09:02:00Z")}}, 1, time.Time{})
+		requireCode(t, err, sgam.Invalid, "at[0].episode_id")
+		_, err = b.store.Around(b.ctx, tenantA, []sgam.Episode{{ID: "t2", Session: "s1"}}, 1, time.Time{})
+		requireCode(t, err, sgam.Invalid, "at[0].occurred_at")
 	})
 
 	t.Run("Imported", func(t *testing.T) {

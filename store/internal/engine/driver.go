@@ -71,11 +71,11 @@ type Reader interface {
 
 	Episode(ctx context.Context, tenant, id string) (e sgam.Episode, found bool, err error)
 	Episodes(ctx context.Context, q sgam.EpisodeQuery) ([]sgam.Episode, error)
-	// Around returns the windows of ids' episodes that have a session,
-	// as sgam.Episodes.Around (ids distinct and valid, n and knownAt
-	// checked), but with each window's Before nearest first, as its
-	// seek reads them: the engine puts them oldest first.
-	Around(ctx context.Context, tenant string, ids []string, n int, knownAt int64) (map[string]sgam.Window, error)
+	// Around returns the windows of the episodes at, as
+	// sgam.Episodes.Around (each with a session, ids distinct and valid,
+	// n and knownAt checked), but with each window's Before nearest
+	// first, as its seek reads them: the engine puts them oldest first.
+	Around(ctx context.Context, tenant string, at []sgam.Episode, n int, knownAt int64) (map[string]sgam.Window, error)
 	Pending(ctx context.Context, q sgam.PendingQuery) ([]sgam.Candidate, error)
 	Candidate(ctx context.Context, tenant, id string) (c sgam.Candidate, found bool, err error)
 	Receipts(ctx context.Context, tenant string) ([]sgam.Receipt, error)

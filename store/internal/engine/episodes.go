@@ -151,13 +151,13 @@ func (s *Store) Episodes(ctx context.Context, q sgam.EpisodeQuery) (out []sgam.E
 }
 
 // Around implements sgam.Episodes.
-func (s *Store) Around(ctx context.Context, tenant string, ids []string, n int, knownAt time.Time) (out map[string]sgam.Window, err error) {
+func (s *Store) Around(ctx context.Context, tenant string, at []sgam.Episode, n int, knownAt time.Time) (out map[string]sgam.Window, err error) {
 	defer s.track("Around", s.start(), &err)
 	if err := sgam.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
-	if len(ids) > sgam.MaxAroundLookup {
-		return nil, sgam.Errorf(sgam.Invalid, "ids", "has %d ids; at most %d", len(ids), sgam.MaxAroundLookup)
+	if len(at) > sgam.MaxAroundLookup {
+		return nil, sgam.Errorf(sgam.Invalid, "at", "has %d episodes; at most %d", len(at), sgam.MaxAroundLookup)
 	}
 	if n < 1 || n > sgam.MaxAround {
 		return nil, sgam.Errorf(sgam.Invalid, "n", "must be between 1 and %d, not %d", sgam.MaxAround, n)
@@ -167,13 +167,19 @@ func (s *Store) Around(ctx context.Context, tenant string, ids []string, n int, 
 	} else if knownAt, err = sgam.CheckTime("known_at", knownAt); err != nil {
 		return nil, err
 	}
-	var ok []string
-	for i, id := range ids {
-		if err := sgam.CheckEpisodeID(fmt.Sprintf("ids[%d]", i), id); err != nil {
+	var ok []sgam.Episode
+	for i, e := range at {
+		if err := sgam.CheckEpisodeID(fmt.Sprintf("at[%d].episode_id", i), e.ID); err != nil {
 			return nil, err
 		}
-		if !slices.Contains(ok, id) {
-			ok = append(ok, id)
+		if e.Tenant != "" && e.Tenant != tenant {
+			return nil, sgam.Errorf(sgam.Invalid, fmt.Sprintf("at[%d].tenant", i), "is another tenant's episode")
+		}
+		if _, err := sgam.CheckTime(fmt.Sprintf("at[%d].occurred_at", i), e.OccurredAt); err != nil {
+			return nil, err
+		}
+		if e.Session != "" && !slices.ContainsFunc(ok, func(o sgam.Episode) bool { return o.ID == e.ID }) {
+			ok = append(ok, e)
 		}
 	}
 	if len(ok) == 0 {
