@@ -56,6 +56,7 @@ func (s *db) EmbeddingDims(ctx context.Context, tenant, model string) (int, bool
 // 18 ms for 10,000 vectors), 1.4 times at 1536. The arithmetic and the
 // order are engine.Ranker's.
 func (s *db) Nearest(ctx context.Context, tenant, model string, q []float32, qNorm float64, knownAt int64, limit int) ([]sgam.EpisodeHit, error) {
+	ctx = long(ctx) // its first row is ranked over all of the tenant's vectors
 	hits := []sgam.EpisodeHit{}
 	err := s.each(ctx, "nearest episodes", `WITH top (id, score) AS (
 			SELECT episode_id, sgam_dot_le(vector, ?4) / (?5 * norm) AS score FROM embeddings

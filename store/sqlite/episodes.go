@@ -104,7 +104,11 @@ func nullString(s string) any {
 
 // Episode implements engine.Reader.
 func (s *db) Episode(ctx context.Context, tenant, id string) (sgam.Episode, bool, error) {
-	e, err := scanEpisode(s.rst.episode.QueryRowContext(ctx, tenant, id))
+	sctx, err := statementContext(ctx)
+	if err != nil {
+		return sgam.Episode{}, false, mapErr(err)
+	}
+	e, err := scanEpisode(s.rst.episode.QueryRowContext(sctx, tenant, id))
 	e, ok, err := found(e, err, "get episode")
 	return e, ok, mapErr(err)
 }

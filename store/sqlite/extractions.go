@@ -46,8 +46,8 @@ func (s *db) ExtractionByPrompt(ctx context.Context, tenant, digest string) (sga
 func (s *db) TokensSpent(ctx context.Context, tenant string, since int64) (int, error) {
 	var n int
 	// total() is a float, which cannot overflow as sum() would: the sum
-	// saturates instead.
-	err := s.queryRow(ctx, `SELECT CAST(min(total(tokens), ?) AS INTEGER) FROM extractions WHERE tenant = ? AND recorded_at >= ?`,
+	// saturates instead. The day's extractions may be many: a long read.
+	err := s.queryRow(long(ctx), `SELECT CAST(min(total(tokens), ?) AS INTEGER) FROM extractions WHERE tenant = ? AND recorded_at >= ?`,
 		sgam.MaxTokenCount, tenant, since).Scan(&n)
 	return n, mapRead("sum tokens", err)
 }

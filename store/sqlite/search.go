@@ -206,7 +206,7 @@ type execer interface {
 // episode is searchable throughout (by its old row or its new one).
 func (s *db) Reindex(ctx context.Context, tenant string, progress func(done, total int)) (int, error) {
 	var total int
-	if err := s.queryRow(ctx, `SELECT count(*) FROM episodes WHERE ?1 = '' OR tenant = ?1`, tenant).Scan(&total); err != nil {
+	if err := s.queryRow(long(ctx), `SELECT count(*) FROM episodes WHERE ?1 = '' OR tenant = ?1`, tenant).Scan(&total); err != nil {
 		return 0, mapRead("reindex", err)
 	}
 	progress(0, total)
