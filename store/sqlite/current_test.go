@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sgam-dev/sgam"
+	"github.com/sgam-dev/sgam/store/internal/ledger"
 )
 
 // TestCacheIsOnAndHits guards the other cache tests against testing
@@ -31,6 +32,35 @@ func TestCacheIsOnAndHits(t *testing.T) {
 	f.Value[1] = 'X'
 	again, _ := s.d.cache.lookup(k, sgam.Micros(time.Now()))
 	require.Equal(t, `"Oslo"`, string(again.Value), "callers get copies")
+}
+
+// TestDataCacheIsOnAndHits guards TestDataCacheSeesOtherWriters against
+// testing nothing: on Linux the data cache is on and holds what a read
+// of subjects, attributes or a schema head found.
+func TestDataCacheIsOnAndHits(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "c.db"), Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NotNil(t, s.d.data, "the data cache is off")
+	_, err = s.Assert(t.Context(), sgam.Assertion{Key: sgam.Key{Tenant: "acme", Subject: "mira", Attribute: "city"}, Value: []byte(`"Oslo"`), ValidFrom: time.Now().Add(-time.Hour), Source: "e1"})
+	require.NoError(t, err)
+	_, err = s.Subjects(t.Context(), "acme", []string{"mira", "nobody"})
+	require.NoError(t, err)
+	_, err = s.Attributes(t.Context(), "acme", "mira")
+	require.NoError(t, err)
+	_, err = s.Schema(t.Context(), "acme")
+	require.NoError(t, err)
+	gen := s.d.data.begin()
+	for k, want := range map[dataKey]any{
+		{subjectKnown, "acme", "mira"}:   true,
+		{subjectKnown, "acme", "nobody"}: false,
+		{schemaHeadOf, "acme", ""}:       ledger.Head{},
+	} {
+		v, hit := s.d.data.lookup(gen, k)
+		require.True(t, hit, "%v", k)
+		require.Equal(t, want, v, "%v", k)
+	}
+	require.Len(t, s.d.data.entries, 4, "and the attributes")
 }
 
 // TestWALIndexViewOutlivesItsStore: two stores of one process on one file

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sgam-dev/sgam"
@@ -262,11 +263,40 @@ func (s *db) Get(ctx context.Context, key sgam.Key, at sgam.At) (*sgam.Fact, err
 
 // Subjects implements engine.Reader.
 func (s *db) Subjects(ctx context.Context, tenant string, ids []string) ([]string, error) {
-	list, _ := json.Marshal(ids)
-	// A subject with any believed row has a believed row open in valid
-	// time (the last of some key's timeline): the open-row index answers.
-	return s.strings(ctx, "find subjects", `SELECT e.value FROM json_each(?2) e WHERE EXISTS (SELECT 1 FROM facts INDEXED BY facts_open
-		WHERE tenant = ?1 AND subject = e.value AND retracted_at IS NULL AND valid_to IS NULL)`, tenant, string(list))
+	gen := s.data.begin()
+	known := make(map[string]bool, len(ids))
+	var missing []string
+	for _, id := range ids {
+		if v, ok := s.data.lookup(gen, dataKey{subjectKnown, tenant, id}); ok {
+			known[id] = v.(bool)
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		list, _ := json.Marshal(missing)
+		// A subject with any believed row has a believed row open in
+		// valid time (the last of some key's timeline): the open-row
+		// index answers.
+		found, err := s.strings(ctx, "find subjects", `SELECT e.value FROM json_each(?2) e WHERE EXISTS (SELECT 1 FROM facts INDEXED BY facts_open
+			WHERE tenant = ?1 AND subject = e.value AND retracted_at IS NULL AND valid_to IS NULL)`, tenant, string(list))
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range found {
+			known[id] = true
+		}
+		for _, id := range missing {
+			s.data.store(gen, dataKey{subjectKnown, tenant, id}, known[id])
+		}
+	}
+	var out []string
+	for _, id := range ids {
+		if known[id] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // SubjectsNamed implements engine.Reader.
@@ -503,7 +533,15 @@ func mapRead(what string, err error) error {
 
 // SchemaHead implements engine.Reader.
 func (s *db) SchemaHead(ctx context.Context, tenant string) (ledger.Head, error) {
+	gen := s.data.begin()
+	key := dataKey{schemaHeadOf, tenant, ""}
+	if v, ok := s.data.lookup(gen, key); ok {
+		return v.(ledger.Head), nil
+	}
 	h, err := scanHead(s.queryRow(ctx, headQuery, tenant), tenant)
+	if err == nil {
+		s.data.store(gen, key, h)
+	}
 	return h, mapRead("read schema", err)
 }
 
@@ -577,5 +615,14 @@ SELECT attr FROM a WHERE attr IS NOT NULL LIMIT ?3`
 
 // Attributes implements engine.Reader.
 func (s *db) Attributes(ctx context.Context, tenant, subject string, limit int) ([]string, error) {
-	return s.strings(ctx, "attributes of "+subject, attributesSQL, tenant, subject, limit)
+	gen := s.data.begin()
+	key := dataKey{subjectAttrs, tenant, subject + "\x00" + strconv.Itoa(limit)}
+	if v, ok := s.data.lookup(gen, key); ok {
+		return cachedStrings(v), nil
+	}
+	out, err := s.strings(ctx, "attributes of "+subject, attributesSQL, tenant, subject, limit)
+	if err == nil {
+		s.data.store(gen, key, slices.Clone(out))
+	}
+	return out, err
 }

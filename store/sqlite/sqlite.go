@@ -44,7 +44,8 @@ type Options struct {
 	CacheMiB int
 	// ReadConns bounds the read pool; default 2 × GOMAXPROCS, at least 4.
 	ReadConns int
-	// NoCache turns off the cache of current reads (see currentCache).
+	// NoCache turns off the caches of current reads (currentCache) and
+	// of the reads of subjects, attributes and schema heads (dataCache).
 	NoCache bool
 	// WALLimitMiB is the size the write-ahead log is cut back to when it
 	// is started over (journal_size_limit); default 64. An idle store, and
@@ -89,6 +90,7 @@ type db struct {
 	reads sync.Map // query text -> *sql.Stmt on rdb: reads prepared once (see prepared)
 
 	cache  *currentCache // nil when off
+	data   *dataCache    // nil when off
 	ckpt   *checkpointer
 	closed atomic.Bool
 }
@@ -155,7 +157,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if !opts.NoCache {
-		s.cache = newCurrentCache(openWALIndex(path))
+		wal := openWALIndex(path)
+		s.cache, s.data = newCurrentCache(wal), newDataCache(wal)
 	}
 	cq := maps.Clone(q)
 	cq.Set("_busy_timeout", "0")

@@ -61,3 +61,74 @@ func TestCacheSeesOtherWriters(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, f, "a sees b's retraction")
 }
+
+// TestDataCacheSeesOtherWriters: the answers a store keeps of subjects,
+// attributes and schema heads (dataCache) follow commits made through
+// another connection set on the same file (as another process would make
+// them) and its own, forgets among them; and each is its tenant's.
+func TestDataCacheSeesOtherWriters(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	a, err := sqlite.Open(ctx, path, sqlite.Options{})
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := sqlite.Open(ctx, path, sqlite.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	at := time.Now().Add(-time.Hour)
+	assert := func(s *sqlite.Store, tenant, attr string) {
+		t.Helper()
+		_, err := s.Assert(ctx, sgam.Assertion{Key: sgam.Key{Tenant: tenant, Subject: "mira", Attribute: attr}, Value: []byte(`"x"`), ValidFrom: at, Source: "e1"})
+		require.NoError(t, err)
+	}
+	subjects := func(s *sqlite.Store, tenant string) []string {
+		t.Helper()
+		out, err := s.Subjects(ctx, tenant, []string{"mira", "nobody"})
+		require.NoError(t, err)
+		return out
+	}
+	attributes := func(s *sqlite.Store, tenant string) []string {
+		t.Helper()
+		out, err := s.Attributes(ctx, tenant, "mira")
+		require.NoError(t, err)
+		return out
+	}
+
+	for range 2 { // the second read is the cache's
+		require.Empty(t, subjects(a, "acme"))
+		require.Empty(t, attributes(a, "acme"))
+	}
+	assert(b, "acme", "city")
+	for range 2 {
+		require.Equal(t, []string{"mira"}, subjects(a, "acme"), "a sees b's commit")
+		require.Equal(t, []string{"city"}, attributes(a, "acme"))
+		require.Empty(t, subjects(a, "globex"), "another tenant's subject")
+		require.Empty(t, attributes(a, "globex"))
+	}
+	assert(a, "acme", "employer")
+	for range 2 {
+		require.Equal(t, []string{"city", "employer"}, attributes(a, "acme"), "and its own")
+		require.Equal(t, []string{"city", "employer"}, attributes(b, "acme"))
+	}
+	got := attributes(a, "acme")
+	got[0] = "changed"
+	require.Equal(t, []string{"city", "employer"}, attributes(a, "acme"), "callers get copies")
+
+	for range 2 {
+		v, err := a.Schema(ctx, "acme")
+		require.NoError(t, err)
+		require.Zero(t, v.Version)
+	}
+	_, err = b.ApplySchema(ctx, "acme", []byte("attributes:\n  city: {memory: profile, type: string}\n  employer: {memory: profile, type: string}\n"), false)
+	require.NoError(t, err)
+	v, err := a.Schema(ctx, "acme")
+	require.NoError(t, err)
+	require.Equal(t, 1, v.Version, "a sees b's schema")
+
+	_, err = b.Forget(ctx, sgam.ForgetRequest{Tenant: "acme", Subject: "mira"})
+	require.NoError(t, err)
+	for range 2 {
+		require.Empty(t, subjects(a, "acme"), "a forgotten subject is gone from a's answers")
+		require.Empty(t, attributes(a, "acme"))
+	}
+}
