@@ -12,7 +12,9 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -65,13 +67,36 @@ func errorResponse(err error) (int, ErrorBody) {
 	return httpstatus.Of(code), body
 }
 
+// writeJSON answers v with code. The body is encoded whole before the
+// header goes, so that it is sent with its length in one write rather
+// than in chunks (a recall's answer is larger than net/http's buffer),
+// and a value that does not encode is a 500, not a cut-off body.
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
+	buf := bodies.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			buf.Reset()
+			bodies.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		buf.Reset()
+		code = http.StatusInternalServerError
+		json.NewEncoder(buf).Encode(ErrorBody{sgam.ErrorDetail{Code: sgam.Internal, Message: "internal error"}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
 }
+
+// bodies are the buffers answers are encoded in; one that grew past
+// maxPooledBody (a large export) is left to the collector.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBody = 1 << 20
 
 // errSlowBody is a body the server's read timeout (http.Server.ReadTimeout)
 // cut off before it all arrived: the client's fault, answered 408.
