@@ -36,13 +36,7 @@ func BenchmarkStore(b *testing.B) {
 // would make them), and a store that cannot see them is not fooled either.
 func TestCacheSeesOtherWriters(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "shared.db")
-	a, err := sqlite.Open(ctx, path, sqlite.Options{})
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := sqlite.Open(ctx, path, sqlite.Options{})
-	require.NoError(t, err)
-	defer b.Close()
+	a, b := twoStores(t)
 	k := sgam.Key{Tenant: "acme", Subject: "mira", Attribute: "city"}
 	at := time.Now().Add(-time.Hour)
 	for i, city := range []string{"Oslo", "Bergen", "Rome", "Paris"} {
@@ -55,11 +49,23 @@ func TestCacheSeesOtherWriters(t *testing.T) {
 			require.Equal(t, `"`+city+`"`, string(f.Value))
 		}
 	}
-	_, err = b.Retract(ctx, sgam.Retraction{Key: k, At: at.Add(10 * time.Minute), Source: "e2"})
+	_, err := b.Retract(ctx, sgam.Retraction{Key: k, At: at.Add(10 * time.Minute), Source: "e2"})
 	require.NoError(t, err)
 	f, err := a.Get(ctx, k, sgam.At{})
 	require.NoError(t, err)
 	require.Nil(t, f, "a sees b's retraction")
+}
+
+// twoStores opens two stores on one file, as two processes would.
+func twoStores(t *testing.T) (a, b *sqlite.Store) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	a, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	b, err = sqlite.Open(t.Context(), path, sqlite.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return a, b
 }
 
 // TestDataCacheSeesOtherWriters: the answers a store keeps of subjects,
@@ -68,13 +74,7 @@ func TestCacheSeesOtherWriters(t *testing.T) {
 // them) and its own, forgets among them; and each is its tenant's.
 func TestDataCacheSeesOtherWriters(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "shared.db")
-	a, err := sqlite.Open(ctx, path, sqlite.Options{})
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := sqlite.Open(ctx, path, sqlite.Options{})
-	require.NoError(t, err)
-	defer b.Close()
+	a, b := twoStores(t)
 	at := time.Now().Add(-time.Hour)
 	assert := func(s *sqlite.Store, tenant, attr string) {
 		t.Helper()
@@ -119,7 +119,7 @@ func TestDataCacheSeesOtherWriters(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, v.Version)
 	}
-	_, err = b.ApplySchema(ctx, "acme", []byte("attributes:\n  city: {memory: profile, type: string}\n  employer: {memory: profile, type: string}\n"), false)
+	_, err := b.ApplySchema(ctx, "acme", []byte("attributes:\n  city: {memory: profile, type: string}\n  employer: {memory: profile, type: string}\n"), false)
 	require.NoError(t, err)
 	v, err := a.Schema(ctx, "acme")
 	require.NoError(t, err)
