@@ -132,12 +132,12 @@ func (s *db) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 // driver each start a goroutine per statement to interrupt it then, about
 // 3 µs a statement (most of a one-row read), and a recall runs a dozen
 // (BenchmarkServeRecall/recall: 1.57-1.65 ms with them, 1.39-1.45
-// without). The
-// context is checked before the statement and before each of its rows
-// (each, collectFacts), so a caller whose context ends is told at the
-// next; the statement under way, bounded by a key or a LIMIT, finishes.
-// A long read (long: counts over all of a tenant's rows, a scan of its
-// vectors) stays watched, so that the end of its context interrupts it.
+// without). The context is checked before the statement and before each
+// of its rows (each, collectFacts), so a caller whose context ends is
+// told at the next; the statement under way, bounded by a key or a
+// LIMIT, finishes. A long read (long: counts over all of a tenant's rows,
+// a scan of its vectors) stays watched, so that the end of its context
+// interrupts it.
 
 type longRead struct{}
 
