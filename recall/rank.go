@@ -263,8 +263,8 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 			sessions[s] = append(sessions[s], own)
 		}
 	}
-	for _, e := range w.expand(p.hits) {
-		id := e.ID
+	for _, hit := range w.expand(p.hits) {
+		id := hit.ID
 		win := p.windows[id]
 		cs := make([]*candidate, 0, len(win.Before)+1+len(win.After))
 		for _, e := range win.Before {
