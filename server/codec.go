@@ -70,8 +70,9 @@ func errorResponse(err error) (int, ErrorBody) {
 // writeJSON answers v with code. The body is encoded whole before the
 // header goes, so that it is sent with its length in one write rather
 // than in chunks (a recall's answer is larger than net/http's buffer),
-// and a value that does not encode is a 500, not a cut-off body.
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// and a value that does not encode is a 500, not a cut-off body; the
+// error returned is then why, for the log.
+func writeJSON(w http.ResponseWriter, code int, v any) error {
 	buf := bodies.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= maxPooledBody {
@@ -81,15 +82,18 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	}()
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	err := enc.Encode(v)
+	if err != nil {
 		buf.Reset()
 		code = http.StatusInternalServerError
 		json.NewEncoder(buf).Encode(ErrorBody{sgam.ErrorDetail{Code: sgam.Internal, Message: "internal error"}})
+		err = fmt.Errorf("encode the answer: %w", err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
 	w.Write(buf.Bytes())
+	return err
 }
 
 // bodies are the buffers answers are encoded in; one that grew past

@@ -160,19 +160,24 @@ func (s *Server) route(pattern string, need sgam.Role, h handler, params ...stri
 		if err == nil {
 			v, err = h(w, r, c)
 		}
+		internal := func(err error) { // the caller only sees "internal error"
+			s.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
+				slog.String("route", pattern), slog.String("error", err.Error()))
+		}
 		if err != nil {
-			if st, _ := errorResponse(err); st == http.StatusInternalServerError { // the caller only sees "internal error"
-				s.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
-					slog.String("route", pattern), slog.String("error", err.Error()))
+			if st, _ := errorResponse(err); st == http.StatusInternalServerError {
+				internal(err)
 			}
 			writeError(w, err)
 			return
 		}
+		code := http.StatusOK
 		if ws, ok := v.(withStatus); ok {
-			writeJSON(w, ws.code, ws.body)
-			return
+			code, v = ws.code, ws.body
 		}
-		writeJSON(w, http.StatusOK, v)
+		if err := writeJSON(w, code, v); err != nil {
+			internal(err)
+		}
 	})
 }
 
