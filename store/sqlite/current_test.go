@@ -61,6 +61,10 @@ func TestDataCacheIsOnAndHits(t *testing.T) {
 		require.Equal(t, want, v, "%v", k)
 	}
 	require.Len(t, s.d.data.entries, 4, "and the attributes")
+
+	_, err = s.Forget(t.Context(), sgam.ForgetRequest{Tenant: "acme", Subject: "mira"})
+	require.NoError(t, err)
+	require.Empty(t, s.d.data.entries, "a forget drops the words at once, before any read")
 }
 
 // TestWALIndexViewOutlivesItsStore: two stores of one process on one file

@@ -13,9 +13,11 @@ import (
 // again. An answer holds while the database has not changed, as told by
 // the WAL-index header (as for currentCache): a commit by this process or
 // by any other drops them all, so a cached answer is always the one SQL
-// would give. Nothing of an episode is kept: only subject and attribute
-// names and schema versions, which a forget (a commit) drops with the
-// rest.
+// would give. It holds words looked up as subjects (a question's, and
+// an episode's when extraction looks its words up), subject and attribute
+// names and schema versions: a forget or an expiry in this process drops
+// them at once (dropAll), one in another process at this process's next
+// read of them.
 type dataCache struct {
 	wal *walIndex
 
@@ -113,6 +115,23 @@ func (c *dataCache) store(gen uint64, k dataKey, v any) {
 		clear(c.entries)
 	}
 	c.entries[k] = v
+}
+
+// dropAll drops every entry, after a commit of this process that deleted
+// rows (forget, expiry): they may hold words of what it deleted.
+func (c *dataCache) dropAll() {
+	if c == nil {
+		return
+	}
+	h, ok := c.wal.header()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.entries)
+	c.gen++
+	c.seen = walHeader{} // never matches a consistent header: next read resyncs
+	if ok {
+		c.seen = h
+	}
 }
 
 // cachedStrings returns a copy of a cached list, which callers may change.

@@ -418,6 +418,9 @@ func (t *tx) commit() error {
 			c.committed(t.keys, before)
 		}
 	}
+	if t.deleting {
+		t.s.data.dropAll()
+	}
 	t.finished = true
 	t.s.wmu.Unlock()
 	return nil
