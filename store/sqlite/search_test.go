@@ -55,22 +55,31 @@ func TestSearchBackfill(t *testing.T) {
 	require.Empty(t, hits)
 }
 
+// capturedOneByOne opens a store whose checkpointer the test steps, and
+// captures n episodes of tenant acme in n commits, each of which leaves a
+// segment of the full-text index.
+func capturedOneByOne(t *testing.T, n int) (*Store, string) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	s, err := Open(t.Context(), path, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	s.d.ckpt.stop <- struct{}{} // the test runs the checkpointer's steps
+	for i := range n {
+		_, err := s.AddEpisode(t.Context(), sgam.Episode{Tenant: "acme", ID: fmt.Sprintf("e%03d", i), Content: fmt.Sprintf("note w%d about zebras", i)})
+		require.NoError(t, err)
+	}
+	return s, path
+}
+
 // TestIdleStoreMergesTheSearchIndex: captures one by one leave the
 // full-text index in many segments, each of which a search seeks into;
 // once the store is idle, the checkpointer merges them (migration 0008),
-// then truncates the WAL, and every episode is found as before.
+// by level and then, settled, into one segment (checkpoint.go), then
+// truncates the WAL, and every episode is found as before.
 func TestIdleStoreMergesTheSearchIndex(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "m.db")
-	s, err := Open(ctx, path, Options{})
-	require.NoError(t, err)
-	defer s.Close()
-	s.d.ckpt.stop <- struct{}{} // the test runs the checkpointer's steps
 	const n = 150
-	for i := range n {
-		_, err := s.AddEpisode(ctx, sgam.Episode{Tenant: "acme", ID: fmt.Sprintf("e%03d", i), Content: fmt.Sprintf("note w%d about zebras", i)})
-		require.NoError(t, err)
-	}
+	s, path := capturedOneByOne(t, n)
 	segments := func() int {
 		var k int
 		require.NoError(t, s.d.queryRow(ctx, `SELECT count(DISTINCT segid) FROM search_fts_idx`).Scan(&k))
@@ -78,10 +87,14 @@ func TestIdleStoreMergesTheSearchIndex(t *testing.T) {
 	}
 	before := segments()
 	require.Greater(t, before, 3, "one capture per commit leaves segments at several levels")
-	for range 8 {
+	for range settleRuns {
 		s.d.ckpt.step()
 	}
-	require.LessOrEqual(t, segments(), 2, "an idle store merges the index (from %d segments)", before)
+	require.LessOrEqual(t, segments(), 2, "an idle store merges the index by level (from %d segments)", before)
+	for range 4 {
+		s.d.ckpt.step()
+	}
+	require.Equal(t, 1, segments(), "and once settled, a small index whole")
 	fi, err := os.Stat(path + "-wal")
 	require.NoError(t, err)
 	require.Zero(t, fi.Size(), "and truncates the WAL once merged")
@@ -92,6 +105,25 @@ func TestIdleStoreMergesTheSearchIndex(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hits, 1)
 	require.Equal(t, "e077", hits[0].Episode.ID)
+}
+
+// TestIdleStoreKeepsALargeIndexInLevels: an index larger than the
+// checkpointer merges whole is merged by level only, and the WAL truncated
+// as soon as that is done, without waiting for the store to settle.
+func TestIdleStoreKeepsALargeIndexInLevels(t *testing.T) {
+	ctx := t.Context()
+	s, path := capturedOneByOne(t, 150)
+	s.d.ckpt.wholeBlocks = 1 // every index is large
+	for range settleRuns {
+		s.d.ckpt.step()
+	}
+	require.True(t, s.d.ckpt.settled, "merged by level, it has nothing more to merge")
+	fi, err := os.Stat(path + "-wal")
+	require.NoError(t, err)
+	require.Zero(t, fi.Size(), "and the WAL is truncated before the store settles")
+	hits, err := s.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "zebras", Limit: sgam.MaxSearchLimit})
+	require.NoError(t, err)
+	require.Len(t, hits, 150)
 }
 
 // TestCheckAfterTheIndexWasMerged: check's quick_check reads the
@@ -116,7 +148,7 @@ func TestCheckAfterTheIndexWasMerged(t *testing.T) {
 	v, err := s.Check(ctx) // the one reader caches the index's structure
 	require.NoError(t, err)
 	require.Empty(t, v)
-	merged, err := s.d.ckpt.merge()
+	merged, err := s.d.ckpt.merge(false)
 	require.NoError(t, err)
 	require.True(t, merged)
 	v, err = s.Check(ctx)
