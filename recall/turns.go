@@ -23,10 +23,18 @@ func (r *Recaller) WithConcurrency(n int) *Recaller {
 	return r
 }
 
-// DefaultConcurrency is the bound sgam serve gives WithConcurrency: twice
-// the cores Go runs on, so that a recall that waits on its store's disk
-// leaves another to compute.
-func DefaultConcurrency() int { return 2 * runtime.GOMAXPROCS(0) }
+// DefaultConcurrency is the bound sgam serve gives WithConcurrency. A
+// recall over a store read in this process (SQLite, whose pages are in
+// memory or the system's cache) computes from its start to its end: one
+// per core Go runs on, as more only share the cores and SQLite's locks.
+// One over a store behind a server (remote: PostgreSQL) waits on each
+// round trip: twice the cores, so that one computes while another waits.
+func DefaultConcurrency(remote bool) int {
+	if remote {
+		return 2 * runtime.GOMAXPROCS(0)
+	}
+	return runtime.GOMAXPROCS(0)
+}
 
 // turn is one recall's place among those that compute at once.
 type turn struct {

@@ -243,7 +243,7 @@ func RunHTTP(ctx context.Context, opts HTTPOptions) (res HTTPResult, err error) 
 		return res, err
 	}
 	defer local.Close()
-	l.recaller = recall.New(local).WithConcurrency(recall.DefaultConcurrency())
+	l.recaller = recall.New(local).WithConcurrency(recall.DefaultConcurrency(store.IsPostgres(db)))
 	for _, p := range phases {
 		ph, err := l.run(ctx, srv, p.name, p.do)
 		if err != nil {

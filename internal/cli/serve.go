@@ -106,6 +106,9 @@ capture works and nothing is extracted.`,
 			if err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("recall-concurrency") {
+				recalls = recall.DefaultConcurrency(store.IsPostgres(a.db))
+			}
 			rc.WithConcurrency(recalls)
 			h, err := server.New(server.Config{Store: s, Version: version(), Extractor: extract.New(s, model), Recaller: rc, Dev: dev, DevTenant: a.tenant,
 				MaxBodyBytes: maxBody, RateLimit: rateLimit, ExpireEvery: expireEvery, Logger: log, Metrics: metrics})
@@ -178,7 +181,7 @@ capture works and nothing is extracted.`,
 	c.Flags().Int64Var(&maxBody, "max-body", 1<<20, "largest request body in bytes")
 	c.Flags().Float64Var(&rateLimit, "rate-limit", 200, "requests per second per API key, bursts of twice that (0: no limit)")
 	c.Flags().DurationVar(&expireEvery, "expire-every", time.Hour, "run retention expiry at start and then this often (0: off)")
-	c.Flags().IntVar(&recalls, "recall-concurrency", recall.DefaultConcurrency(), "recalls computed at once; the others wait their turn, first come first served (0: no bound; default twice the cores)")
+	c.Flags().IntVar(&recalls, "recall-concurrency", 0, "recalls computed at once; the others wait their turn, first come first served (default: the cores on SQLite, twice the cores on PostgreSQL; 0: no bound)")
 	lf.add(c)
 	qf.add(c, 4)
 	return c
