@@ -22,13 +22,14 @@ import (
 // at 1536).
 func (s *db) EpisodesToEmbed(ctx context.Context, model string, limit int) ([]sgam.Episode, error) {
 	out := []sgam.Episode{}
+	rows := newEpisodeScan(nil, nil)
 	err := s.each(ctx, "episodes to embed", `SELECT `+episodeColumns+` FROM episodes WHERE (tenant, episode_id) IN (
 			SELECT tenant, episode_id FROM episodes INDEXED BY episodes_to_embed
 			WHERE content <> '' AND NOT EXISTS (SELECT 1 FROM embeddings v INDEXED BY embeddings_episode
 				WHERE v.tenant = episodes.tenant AND v.model = ?1 AND v.episode_id = episodes.episode_id)
 			ORDER BY recorded_at, tenant, episode_id LIMIT ?2)
 		ORDER BY recorded_at, tenant, episode_id`, []any{model, limit}, func(sc scanner) error {
-		e, err := scanEpisode(sc)
+		e, err := rows.scan(sc)
 		out = append(out, e)
 		return err
 	})
@@ -58,16 +59,16 @@ func (s *db) EmbeddingDims(ctx context.Context, tenant, model string) (int, bool
 func (s *db) Nearest(ctx context.Context, tenant, model string, q []float32, qNorm float64, knownAt int64, limit int) ([]sgam.EpisodeHit, error) {
 	ctx = long(ctx) // its first row is ranked over all of the tenant's vectors
 	hits := []sgam.EpisodeHit{}
+	var score float64
+	rows := newEpisodeScan(nil, []any{&score})
 	err := s.each(ctx, "nearest episodes", `WITH top (id, score) AS (
 			SELECT episode_id, sgam_dot_le(vector, ?4) / (?5 * norm) AS score FROM embeddings
 			WHERE tenant = ?1 AND model = ?2 AND recorded_at <= ?3 AND dims = ?6
 			ORDER BY score DESC, episode_id LIMIT ?7)
 		SELECT `+episodeColumns+`, top.score FROM top JOIN episodes ON episodes.tenant = ?1 AND episodes.episode_id = top.id
 		ORDER BY top.score DESC, top.id`, []any{tenant, model, knownAt, engine.EncodeLE(q), qNorm, len(q), limit}, func(sc scanner) error {
-		var h sgam.EpisodeHit
-		var err error
-		h.Episode, err = scanEpisode(sc, &h.Score)
-		hits = append(hits, h)
+		e, err := rows.scan(sc)
+		hits = append(hits, sgam.EpisodeHit{Episode: e, Score: score})
 		return err
 	})
 	if err != nil {

@@ -172,16 +172,17 @@ var searchSQL = `SELECT ` + episodeColumnsOf("e") + `, -m.score, e.recorded_at <
 // limit of them recorded by knownAt, and how many rows were ranked.
 func (s *db) search(ctx context.Context, tenant, match string, lo, hi, knownAt int64, limit, depth int) (out []sgam.EpisodeHit, ranked int, err error) {
 	out = []sgam.EpisodeHit{}
+	var score float64
+	var known bool
+	rows := newEpisodeScan(nil, []any{&score, &known})
 	err = s.each(ctx, "search", searchSQL, []any{tenant, match, knownAt, depth, lo, hi}, func(sc scanner) error {
-		var h sgam.EpisodeHit
-		var known bool
-		var err error
-		if h.Episode, err = scanEpisode(sc, &h.Score, &known); err != nil {
+		e, err := rows.scan(sc)
+		if err != nil {
 			return err
 		}
 		ranked++
 		if known && len(out) < limit {
-			out = append(out, h)
+			out = append(out, sgam.EpisodeHit{Episode: e, Score: score})
 		}
 		return nil
 	})

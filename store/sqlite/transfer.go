@@ -30,8 +30,9 @@ func (s *db) export(ctx context.Context, tenant string, episode func(sgam.Episod
 	if err != nil {
 		return fmt.Errorf("export episodes: %w", err)
 	}
+	scan := newEpisodeScan(nil, nil)
 	for rows.Next() {
-		e, err := scanEpisode(rows)
+		e, err := scan.scan(rows)
 		if err != nil {
 			rows.Close()
 			return fmt.Errorf("export episodes: %w", err)
