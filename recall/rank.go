@@ -244,13 +244,28 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 	if best <= 0 {
 		best = 1
 	}
-	by := map[string]*candidate{}
-	var all []*candidate
+	// The candidates, a hundred or so a recall, are taken from one slab
+	// sized for every episode the pool holds; one beyond it (none) would
+	// be allocated alone, as an append must not move those pointed to.
+	n := len(p.hits)
+	for _, win := range p.windows {
+		n += len(win.Before) + len(win.After)
+	}
+	slab := make([]candidate, 0, n)
+	by := make(map[string]*candidate, n)
+	all := make([]*candidate, 0, n)
 	add := func(e sgam.Episode, own float64) *candidate {
 		if c, ok := by[e.ID]; ok {
 			return c
 		}
-		c := &candidate{episode: e, own: own, asks: asks(e.Content)}
+		var c *candidate
+		if len(slab) < cap(slab) {
+			slab = slab[:len(slab)+1]
+			c = &slab[len(slab)-1]
+		} else {
+			c = new(candidate)
+		}
+		*c = candidate{episode: e, own: own, asks: asks(e.Content)}
 		by[e.ID] = c
 		all = append(all, c)
 		return c

@@ -171,7 +171,7 @@ var searchSQL = `SELECT ` + episodeColumnsOf("e") + `, -m.score, e.recorded_at <
 // search ranks the best depth rows of the index and returns the first
 // limit of them recorded by knownAt, and how many rows were ranked.
 func (s *db) search(ctx context.Context, tenant, match string, lo, hi, knownAt int64, limit, depth int) (out []sgam.EpisodeHit, ranked int, err error) {
-	out = []sgam.EpisodeHit{}
+	out = make([]sgam.EpisodeHit, 0, min(limit, depth))
 	var score float64
 	var known bool
 	rows := newEpisodeScan(nil, []any{&score, &known})
