@@ -2,6 +2,7 @@ package recall_test
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,4 +93,11 @@ func TestConcurrency(t *testing.T) {
 		require.NoError(t, <-first)
 		require.NoError(t, <-done)
 	})
+}
+
+// TestDefaultConcurrency: a recall over SQLite computes throughout, one
+// per core; one over PostgreSQL waits on round trips, two per core.
+func TestDefaultConcurrency(t *testing.T) {
+	require.Equal(t, runtime.GOMAXPROCS(0), recall.DefaultConcurrency(false))
+	require.Equal(t, 2*runtime.GOMAXPROCS(0), recall.DefaultConcurrency(true))
 }

@@ -49,10 +49,10 @@ func newEpisodeScan(prefix, suffix []any) *episodeScan {
 	return s
 }
 
-// scan scans one row; the prefix and suffix destinations hold its other
-// columns until the next.
+// scan scans one row (every destination is written by each, NULL as
+// nil); the prefix and suffix destinations hold its other columns until
+// the next.
 func (s *episodeScan) scan(sc scanner) (sgam.Episode, error) {
-	s.e, s.metadata, s.subjects = sgam.Episode{}, nil, nil
 	if err := sc.Scan(s.dest...); err != nil {
 		return sgam.Episode{}, err
 	}
