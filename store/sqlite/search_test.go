@@ -107,6 +107,29 @@ func TestIdleStoreMergesTheSearchIndex(t *testing.T) {
 	require.Equal(t, "e077", hits[0].Episode.ID)
 }
 
+// TestOpenMergesAnIndexLeftUnmerged: a process that captured and closed
+// at once left the index in segments; a store opened on the file merges
+// it while idle, before any commit of its own.
+func TestOpenMergesAnIndexLeftUnmerged(t *testing.T) {
+	ctx := t.Context()
+	first, path := capturedOneByOne(t, 150)
+	require.NoError(t, first.Close())
+	s, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	s.d.ckpt.stop <- struct{}{} // the test runs the checkpointer's steps
+	segments := func() int {
+		var k int
+		require.NoError(t, s.d.queryRow(ctx, `SELECT count(DISTINCT segid) FROM search_fts_idx`).Scan(&k))
+		return k
+	}
+	require.Greater(t, segments(), 1)
+	for range settleRuns + 4 {
+		s.d.ckpt.step()
+	}
+	require.Equal(t, 1, segments())
+}
+
 // TestIdleStoreKeepsALargeIndexInLevels: an index larger than the
 // checkpointer merges whole is merged by level only, and the WAL truncated
 // as soon as that is done, without waiting for the store to settle.
