@@ -181,8 +181,8 @@ type Recaller struct {
 	embed   llm.Embedder
 	vectors sgam.VectorSearch
 
-	schemas schema.Cache  // parsed schema bodies
-	turns   chan struct{} // WithConcurrency's slots; nil: no bound
+	schemas schema.Cache // parsed schema bodies
+	turns   *turns       // WithConcurrency's; nil: no bound
 }
 
 // New returns a Recaller over store, on the system clock.
@@ -312,7 +312,7 @@ func (r *Recaller) Recall(ctx context.Context, q Query) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &turn{slots: r.turns}
+	t := &turn{set: r.turns}
 	if err := t.take(ctx); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,11 @@ package recall
 
 import (
 	"context"
+	"os"
 	"runtime"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/sgam-dev/sgam"
 )
@@ -18,7 +22,7 @@ import (
 func (r *Recaller) WithConcurrency(n int) *Recaller {
 	r.turns = nil
 	if n > 0 {
-		r.turns = make(chan struct{}, n)
+		r.turns = &turns{free: n}
 	}
 	return r
 }
@@ -36,31 +40,163 @@ func DefaultConcurrency(remote bool) int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// turn is one recall's place among those that compute at once.
-type turn struct {
-	slots chan struct{} // nil: no bound
-	held  bool
+// turns is the set of turns of a Recaller. A recall that has to wait
+// parks on a pipe of its own, which the one that gives it the turn writes
+// to, rather than on a channel. Go's scheduler looks for requests that
+// arrived on the network only when a core runs out of goroutines to run,
+// or else every 10 ms; a recall woken by a channel runs next on the core
+// that woke it, so under full load the cores never ran out, and a request
+// could wait 10–20 ms before its handler even began, while later ones
+// took the turns before it. Woken through the network poller, the next
+// recall is found in the same poll as the requests that arrived
+// meanwhile, which then queue for their turns in the order they came
+// (docs/recall.md, "Recalls at once", has the figures). A write, a poll
+// and a read cost some microseconds against the milliseconds of a
+// recall.
+type turns struct {
+	mu      sync.Mutex
+	free    int       // turns no recall holds
+	waiting []*waiter // first come first served
+	spare   []*waiter // pipes kept for the next waiters, at most maxSpare
 }
 
-// take waits for a turn; a channel's waiting senders go first in, first
-// out. Its error, when ctx ends first, is Unavailable.
+// maxSpare bounds the pipes kept between waits (two descriptors each);
+// a waiter beyond them opens its own and closes it after.
+const maxSpare = 32
+
+// waiter is one recall waiting for its turn: woken by a byte on its pipe,
+// or, where no pipe could be opened, by ready closing.
+type waiter struct {
+	r, w    *os.File
+	ready   chan struct{}
+	granted bool // under turns.mu: the turn is this waiter's
+}
+
+// take waits for a turn. Its error, when ctx ends first, is Unavailable.
+func (t *turns) take(ctx context.Context) error {
+	t.mu.Lock()
+	if t.free > 0 { // then none waits: give hands a turn to the first waiter
+		t.free--
+		t.mu.Unlock()
+		return nil
+	}
+	var w *waiter
+	if n := len(t.spare); n > 0 {
+		w, t.spare = t.spare[n-1], t.spare[:n-1]
+	} else {
+		w = newWaiter()
+	}
+	t.waiting = append(t.waiting, w)
+	t.mu.Unlock()
+
+	reusable := w.wait(ctx)
+	t.mu.Lock()
+	if w.granted {
+		if reusable && len(t.spare) < maxSpare {
+			w.granted = false
+			t.spare = append(t.spare, w)
+			w = nil
+		}
+		t.mu.Unlock()
+		w.close()
+		return nil
+	}
+	t.waiting = slices.DeleteFunc(t.waiting, func(o *waiter) bool { return o == w })
+	t.mu.Unlock()
+	w.close()
+	return &sgam.Error{Code: sgam.Unavailable, Message: "the recall did not get its turn in time: other recalls held every turn", Err: ctx.Err()}
+}
+
+// give gives a turn up: to the first waiter, or back to the free ones.
+func (t *turns) give() {
+	t.mu.Lock()
+	if len(t.waiting) == 0 {
+		t.free++
+		t.mu.Unlock()
+		return
+	}
+	w := t.waiting[0]
+	t.waiting[0] = nil
+	t.waiting = t.waiting[1:]
+	w.granted = true
+	t.mu.Unlock()
+	w.wake()
+}
+
+// newWaiter opens a waiter's pipe; where the system refuses one (no
+// descriptor left), or cannot poll it, the waiter waits on a channel.
+func newWaiter() *waiter {
+	w := &waiter{}
+	if runtime.GOOS == "windows" { // its pipes are not polled
+		w.ready = make(chan struct{})
+		return w
+	}
+	var err error
+	if w.r, w.w, err = os.Pipe(); err != nil {
+		w.r, w.w, w.ready = nil, nil, make(chan struct{})
+	}
+	return w
+}
+
+// wait returns once the waiter is woken or ctx ends, and whether its pipe
+// may serve another wait: it was woken by its byte, which wait read, and
+// ctx set no deadline on it.
+func (w *waiter) wait(ctx context.Context) (reusable bool) {
+	if w.r == nil {
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	stop := context.AfterFunc(ctx, func() { w.r.SetReadDeadline(time.Unix(1, 0)) })
+	var b [1]byte
+	n, err := w.r.Read(b[:])
+	return stop() && n == 1 && err == nil
+}
+
+// wake wakes the waiter. Should the write fail, closing the pipe's end
+// wakes its read all the same.
+func (w *waiter) wake() {
+	if w.w == nil {
+		close(w.ready)
+		return
+	}
+	if _, err := w.w.Write([]byte{1}); err != nil {
+		w.w.Close()
+	}
+}
+
+// close closes the waiter's pipe, if it has one (nil: nothing to close).
+func (w *waiter) close() {
+	if w != nil && w.r != nil {
+		w.r.Close()
+		w.w.Close()
+	}
+}
+
+// turn is one recall's place among those that compute at once.
+type turn struct {
+	set  *turns // nil: no bound
+	held bool
+}
+
+// take waits for a turn, unless one is held.
 func (t *turn) take(ctx context.Context) error {
-	if t.slots == nil || t.held {
+	if t.set == nil || t.held {
 		return nil
 	}
-	select {
-	case t.slots <- struct{}{}:
-		t.held = true
-		return nil
-	case <-ctx.Done():
-		return &sgam.Error{Code: sgam.Unavailable, Message: "the recall did not get its turn in time: other recalls held every turn", Err: ctx.Err()}
+	if err := t.set.take(ctx); err != nil {
+		return err
 	}
+	t.held = true
+	return nil
 }
 
 // give gives the turn up, if held.
 func (t *turn) give() {
 	if t.held {
-		<-t.slots
+		t.set.give()
 		t.held = false
 	}
 }
