@@ -214,7 +214,7 @@ type pool struct {
 // and what is known of its neighbours: prev[0] just before it, prev[1]
 // two before; next likewise.
 type candidate struct {
-	episode    sgam.Episode
+	episode    *sgam.Episode // in the pool, which outlives the ranking
 	own, score float64
 	prev, next [around]*candidate
 	// asks: the episode holds a question mark (weights.after), in Latin,
@@ -254,7 +254,7 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 	slab := make([]candidate, 0, n)
 	by := make(map[string]*candidate, n)
 	all := make([]*candidate, 0, n)
-	add := func(e sgam.Episode, own float64) *candidate {
+	add := func(e *sgam.Episode, own float64) *candidate {
 		if c, ok := by[e.ID]; ok {
 			return c
 		}
@@ -271,9 +271,10 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 		return c
 	}
 	sessions := map[string][]float64{}
-	for _, h := range p.hits {
+	for i := range p.hits {
+		h := &p.hits[i]
 		own := h.Score / best
-		add(h.Episode, own)
+		add(&h.Episode, own)
 		if s := h.Episode.Session; s != "" {
 			sessions[s] = append(sessions[s], own)
 		}
@@ -282,12 +283,12 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 		id := hit.ID
 		win := p.windows[id]
 		cs := make([]*candidate, 0, len(win.Before)+1+len(win.After))
-		for _, e := range win.Before {
-			cs = append(cs, add(e, 0))
+		for i := range win.Before {
+			cs = append(cs, add(&win.Before[i], 0))
 		}
 		cs = append(cs, by[id])
-		for _, e := range win.After {
-			cs = append(cs, add(e, 0))
+		for i := range win.After {
+			cs = append(cs, add(&win.After[i], 0))
 		}
 		for i, c := range cs {
 			for d := 1; d <= around; d++ {
@@ -357,7 +358,7 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 	})
 	out := make([]sgam.EpisodeHit, 0, min(limit, len(all)))
 	for _, c := range all[:min(limit, len(all))] {
-		out = append(out, sgam.EpisodeHit{Episode: c.episode, Score: c.score})
+		out = append(out, sgam.EpisodeHit{Episode: *c.episode, Score: c.score})
 	}
 	return out
 }
