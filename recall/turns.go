@@ -84,27 +84,52 @@ func (t *turns) take(ctx context.Context) error {
 	if n := len(t.spare); n > 0 {
 		w, t.spare = t.spare[n-1], t.spare[:n-1]
 	} else {
+		// Opened without the lock, which give takes too; a turn may come
+		// free meanwhile.
+		t.mu.Unlock()
 		w = newWaiter()
+		t.mu.Lock()
+		if t.free > 0 {
+			t.free--
+			kept := t.keep(w)
+			t.mu.Unlock()
+			if !kept {
+				w.close()
+			}
+			return nil
+		}
 	}
 	t.waiting = append(t.waiting, w)
 	t.mu.Unlock()
 
 	reusable := w.wait(ctx)
 	t.mu.Lock()
-	if w.granted {
-		if reusable && len(t.spare) < maxSpare {
-			w.granted = false
-			t.spare = append(t.spare, w)
-			w = nil
-		}
-		t.mu.Unlock()
-		w.close()
-		return nil
+	granted, kept := w.granted, false
+	if granted && reusable {
+		w.granted = false
+		kept = t.keep(w)
+	} else if !granted {
+		t.waiting = slices.DeleteFunc(t.waiting, func(o *waiter) bool { return o == w })
 	}
-	t.waiting = slices.DeleteFunc(t.waiting, func(o *waiter) bool { return o == w })
 	t.mu.Unlock()
-	w.close()
-	return &sgam.Error{Code: sgam.Unavailable, Message: "the recall did not get its turn in time: other recalls held every turn", Err: ctx.Err()}
+	if !kept {
+		w.close()
+	}
+	if !granted {
+		return &sgam.Error{Code: sgam.Unavailable, Message: "the recall did not get its turn in time: other recalls held every turn", Err: ctx.Err()}
+	}
+	return nil
+}
+
+// keep keeps w's pipe for the next waiter, unless maxSpare are kept
+// already (or it has none); the caller closes one not kept, without the
+// lock. Under t.mu.
+func (t *turns) keep(w *waiter) bool {
+	if w.r == nil || len(t.spare) >= maxSpare {
+		return false
+	}
+	t.spare = append(t.spare, w)
+	return true
 }
 
 // give gives a turn up: to the first waiter, or back to the free ones.
@@ -167,9 +192,9 @@ func (w *waiter) wake() {
 	}
 }
 
-// close closes the waiter's pipe, if it has one (nil: nothing to close).
+// close closes the waiter's pipe, if it has one.
 func (w *waiter) close() {
-	if w != nil && w.r != nil {
+	if w.r != nil {
 		w.r.Close()
 		w.w.Close()
 	}
