@@ -40,7 +40,7 @@ type gather struct {
 	sc *tenantSchema
 	// episodes are those read so far, by id: the quotes' episodes are
 	// often among the evidence's candidates.
-	episodes  map[string]sgam.Episode
+	episodes  map[string]*sgam.Episode
 	states    map[string][]sgam.Fact
 	relations map[string]relation
 	// ungoverned: the store said no schema serves the tenant.
@@ -55,7 +55,7 @@ type relation struct{ ref, governed bool }
 
 func newGather(r *Recaller, ctx context.Context, q Query, out *Context, t *turn) *gather {
 	return &gather{r: r, ctx: ctx, q: q, w: defaultWeights, out: out, turn: t,
-		episodes: map[string]sgam.Episode{}, states: map[string][]sgam.Fact{}, relations: map[string]relation{}}
+		episodes: map[string]*sgam.Episode{}, states: map[string][]sgam.Fact{}, relations: map[string]relation{}}
 }
 
 // read reads what the recall of g.q at now needs, and returns it ranked:
@@ -203,20 +203,26 @@ func (g *gather) pool(period when.Period) (pool, error) {
 			return pool{}, err
 		}
 	}
-	if at := g.w.expand(p.hits); len(at) > 0 {
+	if expanded := g.w.expand(p.hits); len(expanded) > 0 {
+		at := make([]sgam.Episode, len(expanded))
+		for i, j := range expanded {
+			at[i] = p.hits[j].Episode
+		}
 		if p.windows, err = g.r.store.Around(g.ctx, g.q.Tenant, at, around, g.at.KnownAt); err != nil {
 			return pool{}, err
 		}
 	}
-	for _, h := range p.hits {
-		g.episodes[h.Episode.ID] = h.Episode
+	// The pool's episodes are kept where they are (no copies of them):
+	// nothing moves or changes them after this.
+	for i := range p.hits {
+		g.episodes[p.hits[i].Episode.ID] = &p.hits[i].Episode
 	}
 	for _, w := range p.windows {
-		for _, e := range w.Before {
-			g.episodes[e.ID] = e
+		for i := range w.Before {
+			g.episodes[w.Before[i].ID] = &w.Before[i]
 		}
-		for _, e := range w.After {
-			g.episodes[e.ID] = e
+		for i := range w.After {
+			g.episodes[w.After[i].ID] = &w.After[i]
 		}
 	}
 	return p, nil
@@ -598,14 +604,14 @@ func (g *gather) quotes(a *answer) error {
 		}
 		ep, ok := g.episodes[src]
 		if !ok {
-			var err error
-			ep, err = g.r.store.Episode(g.ctx, g.q.Tenant, src)
+			read, err := g.r.store.Episode(g.ctx, g.q.Tenant, src)
 			switch {
 			case sgam.ErrorCode(err) == sgam.NotFound:
-				ep = sgam.Episode{} // forgotten: it quotes nothing
+				read = sgam.Episode{} // forgotten: it quotes nothing
 			case err != nil:
 				return err
 			}
+			ep = &read
 			g.episodes[src] = ep
 		}
 		f.Quote = contentQuote(f.Fact, ep.Content)

@@ -180,18 +180,18 @@ func (w weights) searchDepth(limit int) int {
 	return min(sgam.MaxSearchLimit, max(w.minCandidates, w.depth*limit))
 }
 
-// expand returns the episodes of the hits (best first) whose neighbours
-// are read: the best expanded of them that belong to a session and score
-// at least expandBar of the best.
-func (w weights) expand(hits []sgam.EpisodeHit) []sgam.Episode {
-	var at []sgam.Episode
+// expand returns the places among the hits (best first) of the episodes
+// whose neighbours are read: the best expanded of them that belong to a
+// session and score at least expandBar of the best.
+func (w weights) expand(hits []sgam.EpisodeHit) []int {
+	var at []int
 	least := 0.0 // scores that are not positive are all read
 	if len(hits) > 0 {
 		least = w.expandBar * hits[0].Score
 	}
-	for _, h := range hits[:min(w.expanded, len(hits))] {
+	for i, h := range hits[:min(w.expanded, len(hits))] {
 		if h.Episode.Session != "" && (h.Score <= 0 || h.Score >= least) {
-			at = append(at, h.Episode)
+			at = append(at, i)
 		}
 	}
 	return at
@@ -279,8 +279,8 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 			sessions[s] = append(sessions[s], own)
 		}
 	}
-	for _, hit := range w.expand(p.hits) {
-		id := hit.ID
+	for _, j := range w.expand(p.hits) {
+		id := p.hits[j].Episode.ID
 		win := p.windows[id]
 		cs := make([]*candidate, 0, len(win.Before)+1+len(win.After))
 		for i := range win.Before {
@@ -301,7 +301,7 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 			}
 		}
 	}
-	sessionScore := map[string]float64{}
+	sessionScore := make(map[string]float64, len(sessions))
 	for s, scores := range sessions {
 		slices.SortFunc(scores, func(a, b float64) int { return cmp.Compare(b, a) })
 		for _, v := range scores[:min(w.sessionTop, len(scores))] {
@@ -309,7 +309,7 @@ func rankEvidence(p pool, terms []string, limit int, w weights) []sgam.EpisodeHi
 		}
 	}
 	if asked := cover(all, terms, w); asked > 0 {
-		held := map[string]uint64{} // the stems a session's candidates hold
+		held := make(map[string]uint64, len(sessions)) // the stems a session's candidates hold
 		for _, c := range all {
 			if s := c.episode.Session; s != "" {
 				held[s] |= c.holds
@@ -396,7 +396,9 @@ func cover(all []*candidate, terms []string, w weights) int {
 	// starts no asked stem's head cannot stem to one, so it is not
 	// stemmed. A question has at most words.MaxTerms distinct terms, so
 	// the stems a candidate holds are a bit set.
-	bitOf := map[string]int{} // word → its stem's bit, -1 if not asked
+	// word → its stem's bit, -1 if not asked: about two words a candidate
+	// on `sgam bench http`'s store, room made for them at once.
+	bitOf := make(map[string]int, 2*len(all))
 	for _, c := range all {
 		var seen uint64
 		n := 0

@@ -192,15 +192,15 @@ func TestSearchDepth(t *testing.T) {
 	}
 	hits := []sgam.EpisodeHit{hitOf(ep("a", "s", ""), 3), hitOf(ep("b", "", ""), 2), hitOf(ep("c", "s", ""), 1)}
 	w.expanded = 2
-	ids := func(at []sgam.Episode) []string {
+	ids := func(hits []sgam.EpisodeHit, at []int) []string {
 		out := []string{}
-		for _, e := range at {
-			out = append(out, e.ID)
+		for _, i := range at {
+			out = append(out, hits[i].Episode.ID)
 		}
 		return out
 	}
-	require.Equal(t, []string{"a"}, ids(w.expand(hits)), "the best two, of a session")
+	require.Equal(t, []string{"a"}, ids(hits, w.expand(hits)), "the best two, of a session")
 	w.expanded = 10
 	weak := []sgam.EpisodeHit{hitOf(ep("a", "s", ""), 3), hitOf(ep("b", "s", ""), 1.05), hitOf(ep("c", "s", ""), 1), hitOf(ep("d", "s", ""), 0)}
-	require.Equal(t, []string{"a", "b", "d"}, ids(w.expand(weak)), "those of at least 0.35 of the best, and those of no score")
+	require.Equal(t, []string{"a", "b", "d"}, ids(weak, w.expand(weak)), "those of at least 0.35 of the best, and those of no score")
 }

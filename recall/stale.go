@@ -254,13 +254,14 @@ func (g *gather) markStale(a *answer, past bool) error {
 			} else {
 				ep, ok := g.episodes[by]
 				if !ok {
-					ep, err = g.r.store.Episode(g.ctx, g.q.Tenant, by)
+					read, err := g.r.store.Episode(g.ctx, g.q.Tenant, by)
 					if sgam.ErrorCode(err) == sgam.NotFound {
 						continue // forgotten since: nothing to show
 					}
 					if err != nil {
 						return err
 					}
+					ep = &read
 					g.episodes[by] = ep
 				}
 				// What it said is marked as the rest's is.
@@ -271,7 +272,7 @@ func (g *gather) markStale(a *answer, past bool) error {
 				more, moreAll := staleness(rows, []string{by}, g.out.Attributes, g.sc, g.at)
 				maps.Copy(stale, more)
 				maps.Copy(all, moreAll)
-				a.evidence = slices.Insert(a.evidence, i, sgam.EpisodeHit{Episode: ep, Score: a.evidence[i].Score})
+				a.evidence = slices.Insert(a.evidence, i, sgam.EpisodeHit{Episode: *ep, Score: a.evidence[i].Score})
 			}
 			placed[by], moved = true, true
 			break

@@ -322,22 +322,27 @@ const MaxNameWords = 6
 func Name(s string) string { return strings.Join(Tokens(s), " ") }
 
 // Names returns the runs of one to MaxNameWords words of a text, each in
-// the form of Name, each once, at most max, in order of where they start:
+// the form of Name, each once, at most limit, in order of where they start:
 // the names a reader asks the store about (FactReader.SubjectsNamed).
-func Names(text string, max int) []string {
+func Names(text string, limit int) []string {
 	ws := Tokens(text)
-	seen := map[string]bool{}
-	var out []string
+	// Every run is a piece of the words joined once (no string of its
+	// own): a question's runs are some sixty.
+	joined := strings.Join(ws, " ")
+	starts := make([]int, len(ws))
+	for i, at := 1, 0; i < len(ws); i++ {
+		at += len(ws[i-1]) + 1
+		starts[i] = at
+	}
+	room := min(max(limit, 0), MaxNameWords*len(ws))
+	seen := make(map[string]bool, room)
+	out := make([]string, 0, room)
 	for i := range ws {
-		name := ""
 		for n := 0; n < MaxNameWords && i+n < len(ws); n++ {
-			if len(out) == max {
+			if len(out) == limit {
 				return out
 			}
-			if n > 0 {
-				name += " "
-			}
-			name += ws[i+n]
+			name := joined[starts[i] : starts[i+n]+len(ws[i+n])]
 			if !seen[name] {
 				seen[name] = true
 				out = append(out, name)

@@ -18,6 +18,14 @@ type escaper struct {
 }
 
 func (e *escaper) Write(p []byte) (int, error) {
+	if e.held == nil && plain(p) {
+		// Most writes (every log line of sgam serve) have nothing to
+		// escape: written as they are, with no copy.
+		if _, err := e.w.Write(p); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	buf := make([]byte, 0, len(e.held)+len(p))
 	in := append(e.held, p...)
 	e.held = nil
@@ -41,6 +49,18 @@ func (e *escaper) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// plain reports whether p holds nothing Write escapes or holds back: no
+// control character but line feed and tab, and no 0xC2 (the first byte
+// of every C1 control).
+func plain(p []byte) bool {
+	for _, c := range p {
+		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || c == 0xc2 {
+			return false
+		}
+	}
+	return true
 }
 
 // Unwrap returns the writer underneath (a terminal, say).

@@ -58,9 +58,13 @@ func (s *episodeScan) scan(sc scanner) (sgam.Episode, error) {
 	}
 	e := s.e
 	if s.subjects != nil {
-		if err := json.Unmarshal(s.subjects, &e.Subjects); err != nil {
+		// Into a list of its own: &e.Subjects would move every row's
+		// episode (224 bytes) to the heap.
+		var subjects []string
+		if err := json.Unmarshal(s.subjects, &subjects); err != nil {
 			return e, fmt.Errorf("episode %s: stored subjects do not parse: %w", e.ID, err)
 		}
+		e.Subjects = subjects
 	}
 	e.OccurredAt = sgam.FromMicros(s.occurred)
 	e.RecordedAt = sgam.FromMicros(s.recorded)
@@ -234,9 +238,16 @@ func (s *db) Around(ctx context.Context, tenant string, at []sgam.Episode, n int
 			return err
 		}
 		w := out[target]
+		// A side holds at most n (sgam.MaxAround): room for them at once.
 		if side == 0 {
+			if w.Before == nil {
+				w.Before = make([]sgam.Episode, 0, n)
+			}
 			w.Before = append(w.Before, e) // nearest first (engine.Reader)
 		} else {
+			if w.After == nil {
+				w.After = make([]sgam.Episode, 0, n)
+			}
 			w.After = append(w.After, e)
 		}
 		out[target] = w

@@ -167,7 +167,7 @@ func (s *Store) Around(ctx context.Context, tenant string, at []sgam.Episode, n 
 	} else if knownAt, err = sgam.CheckTime("known_at", knownAt); err != nil {
 		return nil, err
 	}
-	var ok []sgam.Episode
+	ok := make([]sgam.Episode, 0, len(at))
 	for i, e := range at {
 		if err := sgam.CheckEpisodeID(fmt.Sprintf("at[%d].episode_id", i), e.ID); err != nil {
 			return nil, err
