@@ -3,6 +3,7 @@ package recall
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +165,8 @@ func lay(out *Context, a answer, shortest bool) error {
 		if shortest && short != "" {
 			line, short = short, ""
 		}
-		var more []string
+		var room [2]string // the section's heading and the line
+		more := room[:0]
 		if it.section != section {
 			more = append(more, it.section)
 		}
@@ -258,27 +260,46 @@ func omittedLine(budget int, o Omitted) string {
 // factLine renders a fact with its quote, and the same line without the
 // quote ("" when it has none).
 func factLine(f Fact) (full, short string) {
-	value := string(f.Value)
+	// Appended piece by piece, not formatted: a recall renders every fact
+	// twice (reach and render), and fmt boxes each argument.
+	b := make([]byte, 0, 128+len(f.Subject)+len(f.Attribute)+len(f.Value)+len(f.Quote))
+	b = append(b, "- "...)
+	b = append(b, f.Subject...)
+	b = append(b, ' ')
+	b = append(b, f.Attribute...)
+	b = append(b, " = "...)
 	if f.Tombstone {
-		value = "(no value: retracted)"
+		b = append(b, "(no value: retracted)"...)
+	} else {
+		b = append(b, f.Value...)
 	}
-	to := "open"
+	b = append(b, " | valid "...)
+	b = appendStamp(b, f.ValidFrom)
+	b = append(b, " → "...)
 	if f.ValidTo != nil {
-		to = stamp(*f.ValidTo)
+		b = appendStamp(b, *f.ValidTo)
+	} else {
+		b = append(b, "open"...)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "- %s %s = %s | valid %s → %s | fact %d", f.Subject, f.Attribute, value, stamp(f.ValidFrom), to, f.ID)
+	b = append(b, " | fact "...)
+	b = strconv.AppendInt(b, f.ID, 10)
 	if f.Status == Past {
-		b.WriteString(" | past")
+		b = append(b, " | past"...)
 	}
-	if len(f.Sources) > 0 {
-		fmt.Fprintf(&b, " | sources %s", strings.Join(f.Sources, ", "))
+	for i, src := range f.Sources {
+		if i == 0 {
+			b = append(b, " | sources "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = append(b, src...)
 	}
-	short = b.String()
+	short = string(b)
 	if f.Quote == "" {
 		return short, ""
 	}
-	return fmt.Sprintf("%s | %q", short, f.Quote), short
+	b = append(b, " | "...)
+	return string(strconv.AppendQuote(b, f.Quote)), short
 }
 
 // reach is how many of a's facts (current, past, then related, in that
@@ -302,3 +323,6 @@ func reach(head *Context, a answer) int {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// appendStamp appends stamp(t) to b.
+func appendStamp(b []byte, t time.Time) []byte { return t.UTC().AppendFormat(b, time.RFC3339Nano) }

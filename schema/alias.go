@@ -44,7 +44,7 @@ func (s *Schema) All() []*Attribute {
 // member of the alias set: its canonical JSON. ok is false when no alias
 // can have that form.
 func AliasMember(name string) (member string, ok bool) {
-	if name == "" || len(name) > sgam.MaxAliasBytes || words.Name(name) != name {
+	if name == "" || len(name) > sgam.MaxAliasBytes || !words.IsName(name) {
 		return "", false
 	}
 	// Letters, digits and single spaces: nothing JSON escapes, so the

@@ -321,6 +321,29 @@ const MaxNameWords = 6
 // spacing and punctuation.
 func Name(s string) string { return strings.Join(Tokens(s), " ") }
 
+// IsName reports whether s is in the form of Name (Name(s) == s), without
+// building that form: a recall checks some sixty runs of its question's
+// words.
+func IsName(s string) bool {
+	at, ok := 0, true
+	EachToken(s, func(t string) bool {
+		if at > 0 {
+			if at >= len(s) || s[at] != ' ' {
+				ok = false
+				return false
+			}
+			at++
+		}
+		if !strings.HasPrefix(s[at:], t) {
+			ok = false
+			return false
+		}
+		at += len(t)
+		return true
+	})
+	return ok && at == len(s)
+}
+
 // Names returns the runs of one to MaxNameWords words of a text, each in
 // the form of Name, each once, at most limit, in order of where they start:
 // the names a reader asks the store about (FactReader.SubjectsNamed).

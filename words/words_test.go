@@ -107,7 +107,24 @@ func TestName(t *testing.T) {
 		"...":            "",
 	} {
 		require.Equal(t, want, Name(in), in)
+		require.Equal(t, in == want, IsName(in), in)
+		require.True(t, IsName(want), want)
 	}
+}
+
+// TestIsName: IsName(s) is Name(s) == s, for any text (names, their
+// words' apostrophes and spacing, letters of other scripts).
+func TestIsName(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var s string
+		if rapid.Bool().Draw(t, "from a name") {
+			s = Name(rapid.String().Draw(t, "text"))
+		} else {
+			parts := rapid.SliceOf(rapid.SampledFrom([]string{"mira", "Mira", " ", "  ", "'s", "'", "’", "don't", "zoë", "Ø", "42", "-", ".", "\t", "a"})).Draw(t, "parts")
+			s = strings.Join(parts, "")
+		}
+		require.Equal(t, Name(s) == s, IsName(s), "%q", s)
+	})
 }
 
 func TestNames(t *testing.T) {

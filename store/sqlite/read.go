@@ -28,36 +28,54 @@ func factColumns(param string) string {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanFact(sc scanner) (sgam.Fact, error) {
-	var f sgam.Fact
-	var value []byte
-	var member string
-	var validFrom, recordedAt int64
-	var validTo, retractedAt, supersedes sql.NullInt64
-	var source, corroborations sql.NullString
-	if err := sc.Scan(&f.ID, &f.Tenant, &f.Subject, &f.Attribute, &member, &value, &validFrom, &validTo,
-		&recordedAt, &retractedAt, &supersedes, &f.SchemaVersion, &source, &corroborations); err != nil {
-		return f, err
+func scanFact(sc scanner) (sgam.Fact, error) { return newFactScan().scan(sc) }
+
+// factScan scans fact rows into one set of destinations, kept for every
+// row of a read (as episodeScan): Scan takes them as pointers, which
+// escape, so that fresh ones for each row cost a dozen allocations a row.
+type factScan struct {
+	f                                sgam.Fact
+	value                            []byte
+	member                           string
+	validFrom, recordedAt            int64
+	validTo, retractedAt, supersedes sql.NullInt64
+	source, corroborations           sql.NullString
+	dest                             []any
+}
+
+func newFactScan() *factScan {
+	s := &factScan{}
+	s.dest = []any{&s.f.ID, &s.f.Tenant, &s.f.Subject, &s.f.Attribute, &s.member, &s.value, &s.validFrom, &s.validTo,
+		&s.recordedAt, &s.retractedAt, &s.supersedes, &s.f.SchemaVersion, &s.source, &s.corroborations}
+	return s
+}
+
+// scan scans one row: every destination is written by each (NULL as nil
+// or not valid), and what the fact keeps of them is its own copy.
+func (s *factScan) scan(sc scanner) (sgam.Fact, error) {
+	if err := sc.Scan(s.dest...); err != nil {
+		return sgam.Fact{}, err
 	}
-	f.Value = value
-	if member != "" {
-		f.Member = json.RawMessage(member)
+	f := s.f
+	f.Value = s.value
+	if s.member != "" {
+		f.Member = json.RawMessage(s.member)
 	}
-	f.Tombstone = value == nil
-	f.ValidFrom = sgam.FromMicros(validFrom)
-	f.ValidTo = timeOrNil(validTo)
-	f.RecordedAt = sgam.FromMicros(recordedAt)
-	f.RetractedAt = timeOrNil(retractedAt)
-	if supersedes.Valid {
-		id := supersedes.Int64
+	f.Tombstone = s.value == nil
+	f.ValidFrom = sgam.FromMicros(s.validFrom)
+	f.ValidTo = timeOrNil(s.validTo)
+	f.RecordedAt = sgam.FromMicros(s.recordedAt)
+	f.RetractedAt = timeOrNil(s.retractedAt)
+	if s.supersedes.Valid {
+		id := s.supersedes.Int64
 		f.Supersedes = &id
 	}
 	f.Sources = []string{}
-	if source.Valid {
-		f.Sources = append(f.Sources, source.String)
+	if s.source.Valid {
+		f.Sources = append(f.Sources, s.source.String)
 	}
-	if corroborations.Valid && corroborations.String != "" {
-		f.Sources = append(f.Sources, strings.Split(corroborations.String, "\x1f")...)
+	if s.corroborations.Valid && s.corroborations.String != "" {
+		f.Sources = append(f.Sources, strings.Split(s.corroborations.String, "\x1f")...)
 	}
 	return f, nil
 }
@@ -492,8 +510,8 @@ func (s *db) each(ctx context.Context, what, query string, args []any, row func(
 // strings reads a column of text.
 func (s *db) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
 	var out []string
+	var v string // one destination for every row (as factScan)
 	err := s.each(ctx, what, query, args, func(sc scanner) error {
-		var v string
 		err := sc.Scan(&v)
 		out = append(out, v)
 		return err
@@ -594,8 +612,9 @@ func (s *db) SchemaOwners(ctx context.Context) ([]string, error) {
 // collectFacts scans fact rows (its error is not mapped).
 func collectFacts(ctx context.Context, rows *sql.Rows, err error) ([]sgam.Fact, error) {
 	out := []sgam.Fact{}
+	facts := newFactScan()
 	err = scanRows(ctx, rows, err, func(sc scanner) error {
-		f, err := scanFact(sc)
+		f, err := facts.scan(sc)
 		out = append(out, f)
 		return err
 	})
