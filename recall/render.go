@@ -135,19 +135,30 @@ func lay(out *Context, a answer, shortest bool) error {
 			Snippet: words.Snippet(h.Episode.Content, terms, maxSnippetBytes), Superseded: a.stale[h.Episode.ID]}
 		items = append(items, item{"Evidence (episodes, best match first):",
 			func() (string, string) {
-				session := ""
+				// Appended, not formatted, as factLine.
+				b := make([]byte, 0, 64+len(ev.EpisodeID)+len(ev.Session)+len(ev.Snippet))
+				b = append(b, "- "...)
+				b = append(b, ev.EpisodeID...)
+				b = append(b, " | "...)
+				b = appendStamp(b, ev.OccurredAt)
 				if ev.Session != "" {
-					session = " | session " + ev.Session
+					b = append(b, " | session "...)
+					b = append(b, ev.Session...)
 				}
-				line := fmt.Sprintf("- %s | %s%s | %s", ev.EpisodeID, stamp(ev.OccurredAt), session, ev.Snippet)
-				if len(ev.Superseded) > 0 {
-					said := make([]string, len(ev.Superseded))
-					for i, s := range ev.Superseded {
-						said[i] = supersededText(s)
+				b = append(b, " | "...)
+				b = append(b, ev.Snippet...)
+				for i, s := range ev.Superseded {
+					if i == 0 {
+						b = append(b, " (superseded: "...)
+					} else {
+						b = append(b, "; "...)
 					}
-					line += " (superseded: " + strings.Join(said, "; ") + ")"
+					b = append(b, supersededText(s)...)
 				}
-				return line, ""
+				if len(ev.Superseded) > 0 {
+					b = append(b, ')')
+				}
+				return string(b), ""
 			},
 			func(bool) { out.Evidence = append(out.Evidence, ev) }, func() { out.Omitted.Evidence++ }})
 	}

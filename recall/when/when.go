@@ -594,9 +594,13 @@ func (p *parser) expr(i int) (expr, bool) {
 		return expr{}, false
 	}
 	text := p.t[i].text
-	if t, err := time.Parse(time.RFC3339, text); err == nil {
-		t = t.In(p.loc).Truncate(micro)
-		return expr{span: span{t, t}, next: i + 1}, true
+	// Only what may be a timestamp is parsed as one: a failed parse
+	// allocates its error, and every word of a question is tried.
+	if len(text) >= len("2006-01-02T15:04:05Z") && text[4] == '-' {
+		if t, err := time.Parse(time.RFC3339, text); err == nil {
+			t = t.In(p.loc).Truncate(micro)
+			return expr{span: span{t, t}, next: i + 1}, true
+		}
 	}
 	if len(text) == 10 && text[4] == '-' && text[7] == '-' && digits(text[:4]+text[5:7]+text[8:]) {
 		if t, err := time.ParseInLocation(time.DateOnly, text, p.loc); err == nil {

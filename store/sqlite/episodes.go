@@ -17,12 +17,24 @@ import (
 var episodeColumns = episodeColumnsOf("")
 
 // episodeColumnsOf is episodeColumns of a table alias.
-func episodeColumnsOf(alias string) string {
+func episodeColumnsOf(alias string) string { return columnsOf(alias, "@tenant, "+episodeFields) }
+
+// episodeColumnsIn is episodeColumnsOf without the tenant: the columns
+// of a read of one tenant's episodes, which newEpisodeScanIn scans. The
+// tenant is the read's own, and a text column read costs two allocations
+// a row (the recall's reads of episodes, search and Around, read about
+// fifty rows).
+func episodeColumnsIn(alias string) string { return columnsOf(alias, episodeFields) }
+
+const episodeFields = `@episode_id, @session, @kind, @content, @occurred_at, @recorded_at, @metadata,
+		coalesce(@idempotency_key, ''), coalesce(@retention, ''), @subjects`
+
+// columnsOf is columns (each name after an @) of a table alias.
+func columnsOf(alias, columns string) string {
 	if alias != "" {
 		alias += "."
 	}
-	return strings.ReplaceAll(`@tenant, @episode_id, @session, @kind, @content, @occurred_at, @recorded_at, @metadata,
-		coalesce(@idempotency_key, ''), coalesce(@retention, ''), @subjects`, "@", alias)
+	return strings.ReplaceAll(columns, "@", alias)
 }
 
 // scanEpisode scans the episodeColumns of a row, then extra.
@@ -44,9 +56,24 @@ type episodeScan struct {
 
 func newEpisodeScan(prefix, suffix []any) *episodeScan {
 	s := &episodeScan{}
-	s.dest = append(append(slices.Clip(prefix), &s.e.Tenant, &s.e.ID, &s.e.Session, &s.e.Kind, &s.e.Content, &s.occurred, &s.recorded,
-		&s.metadata, &s.e.IdempotencyKey, &s.e.Retention, &s.subjects), suffix...)
+	s.dest = append(append(slices.Clip(prefix), &s.e.Tenant), s.fields()...)
+	s.dest = append(s.dest, suffix...)
 	return s
+}
+
+// newEpisodeScanIn is newEpisodeScan for rows of episodeColumnsIn, all of
+// them tenant's.
+func newEpisodeScanIn(tenant string, prefix, suffix []any) *episodeScan {
+	s := &episodeScan{}
+	s.e.Tenant = tenant
+	s.dest = append(append(slices.Clip(prefix), s.fields()...), suffix...)
+	return s
+}
+
+// fields are the destinations of episodeFields.
+func (s *episodeScan) fields() []any {
+	return []any{&s.e.ID, &s.e.Session, &s.e.Kind, &s.e.Content, &s.occurred, &s.recorded,
+		&s.metadata, &s.e.IdempotencyKey, &s.e.Retention, &s.subjects}
 }
 
 // scan scans one row (every destination is written by each, NULL as
@@ -229,15 +256,18 @@ func (s *db) Around(ctx context.Context, tenant string, at []sgam.Episode, n int
 		args = append(args, e.ID, e.Session, sgam.Micros(e.OccurredAt))
 	}
 	out := map[string]sgam.Window{}
-	var target string
-	var side int
-	rows := newEpisodeScan([]any{&target, &side}, nil)
+	var target, side int
+	rows := newEpisodeScanIn(tenant, []any{&target, &side}, nil)
 	err := s.each(ctx, "episodes around", aroundSQL(len(at)), args, func(sc scanner) error {
 		e, err := rows.scan(sc)
 		if err != nil {
 			return err
 		}
-		w := out[target]
+		if target < 0 || target >= len(at) {
+			return fmt.Errorf("episodes around: row of episode %d of %d", target, len(at))
+		}
+		id := at[target].ID
+		w := out[id]
 		// A side holds at most n (sgam.MaxAround): room for them at once.
 		if side == 0 {
 			if w.Before == nil {
@@ -250,7 +280,7 @@ func (s *db) Around(ctx context.Context, tenant string, at []sgam.Episode, n int
 			}
 			w.After = append(w.After, e)
 		}
-		out[target] = w
+		out[id] = w
 		return nil
 	})
 	if err != nil {
@@ -262,7 +292,9 @@ func (s *db) Around(ctx context.Context, tenant string, at []sgam.Episode, n int
 // aroundSQL is Around's statement for k episodes (parameters ?4 on, an
 // id, its session and its occurred_at per episode): per episode, the
 // episodes of its session before it, nearest first, then those after it,
-// each side a seek of the index episodes_session that stops after ?2
+// each row led by the episode's place among the k (a small integer: its
+// id would be a string to allocate for every row) and its side; each
+// side a seek of the index episodes_session that stops after ?2
 // rows (plan_test.go). The episode's own row is not read again: taking
 // its session and instant from the caller instead of from a join to it
 // made Around a quarter cheaper on `sgam bench http`'s store. Each text
@@ -283,9 +315,9 @@ func aroundSQL(k int) string {
 			if i > 0 || side > 0 {
 				q.WriteString(" UNION ALL ")
 			}
-			fmt.Fprintf(&q, `SELECT * FROM (SELECT ?%d, %d, %s FROM episodes x
+			fmt.Fprintf(&q, `SELECT * FROM (SELECT %d, %d, %s FROM episodes x
 				WHERE x.tenant = ?1 AND x.session = ?%d AND (x.occurred_at, x.episode_id) %s (?%d, ?%d) AND x.recorded_at <= ?3
-				ORDER BY x.occurred_at %s, x.episode_id %s LIMIT ?2)`, id, side, episodeColumnsOf("x"), session, cmp, occurred, id, dir, dir)
+				ORDER BY x.occurred_at %s, x.episode_id %s LIMIT ?2)`, i, side, episodeColumnsIn("x"), session, cmp, occurred, id, dir, dir)
 		}
 	}
 	text, _ := aroundSQLs.LoadOrStore(k, q.String())

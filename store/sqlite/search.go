@@ -161,7 +161,7 @@ type termCountCache struct {
 // 6,000 searches of `sgam bench http`'s questions); on that benchmark's
 // settled 1,000,000-fact store the statement took 0.27 ms against 0.38.
 // TestSearchPlan keeps the sort SQLite's.
-var searchSQL = `SELECT ` + episodeColumnsOf("e") + `, -m.score, e.recorded_at <= ?3
+var searchSQL = `SELECT ` + episodeColumnsIn("e") + `, -m.score, e.recorded_at <= ?3
 		FROM (SELECT rowid, bm25(search_fts) score FROM search_fts WHERE search_fts MATCH ?2 AND rowid > ?5 AND rowid < ?6 ORDER BY score LIMIT ?4) m
 		JOIN search_docs d ON d.doc = m.rowid
 		JOIN episodes e ON e.tenant = d.tenant AND e.episode_id = d.episode_id
@@ -174,7 +174,7 @@ func (s *db) search(ctx context.Context, tenant, match string, lo, hi, knownAt i
 	out = make([]sgam.EpisodeHit, 0, min(limit, depth))
 	var score float64
 	var known bool
-	rows := newEpisodeScan(nil, []any{&score, &known})
+	rows := newEpisodeScanIn(tenant, nil, []any{&score, &known})
 	err = s.each(ctx, "search", searchSQL, []any{tenant, match, knownAt, depth, lo, hi}, func(sc scanner) error {
 		e, err := rows.scan(sc)
 		if err != nil {
