@@ -43,15 +43,15 @@ func tenantRange(n int64) (lo, hi int64) { return n << 32, (n + 1) << 32 }
 // or the index has no more. (bm25's term weights are computed over the
 // whole index, every tenant's rows: see docs/recall.md.)
 func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt int64, limit int) ([]sgam.EpisodeHit, error) {
-	var n int64
-	switch err := s.queryRow(ctx, `SELECT n FROM search_tenants WHERE tenant = ?`, tenant).Scan(&n); {
-	case errors.Is(err, sql.ErrNoRows):
+	n, found, err := s.tenantNumber(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
 		return []sgam.EpisodeHit{}, nil
-	case err != nil:
-		return nil, mapRead("search", err)
 	}
 	lo, hi := tenantRange(n)
-	terms, err := s.selective(ctx, lo, hi, terms)
+	terms, err = s.selective(ctx, lo, hi, terms)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +63,42 @@ func (s *db) Search(ctx context.Context, tenant string, terms []string, knownAt 
 		}
 	}
 }
+
+// tenantNumber returns the tenant's number in the index (search_tenants),
+// and whether it has one (none before its first episode). A number, once
+// given, is never changed or taken back (migration 0006: forgetting every
+// episode of a tenant leaves it), so each process keeps the numbers it
+// has read, and a search saves a statement.
+func (s *db) tenantNumber(ctx context.Context, tenant string) (int64, bool, error) {
+	s.tenants.mu.Lock()
+	n, ok := s.tenants.n[tenant]
+	s.tenants.mu.Unlock()
+	if ok {
+		return n, true, nil
+	}
+	switch err := s.queryRow(ctx, `SELECT n FROM search_tenants WHERE tenant = ?`, tenant).Scan(&n); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, mapRead("search", err)
+	}
+	s.tenants.mu.Lock()
+	if s.tenants.n == nil || len(s.tenants.n) >= maxTenantNumbers {
+		s.tenants.n = map[string]int64{}
+	}
+	s.tenants.n[tenant] = n
+	s.tenants.mu.Unlock()
+	return n, true, nil
+}
+
+// tenantNumbers holds the tenants' numbers read so far (tenantNumber), at
+// most maxTenantNumbers of them: when full it starts over.
+type tenantNumbers struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+const maxTenantNumbers = 1 << 14
 
 // selective returns the terms worth searching for (words.Selective), by
 // the rows of the tenant's range of the index (lo, hi) that hold each. A

@@ -178,3 +178,37 @@ func TestCheckAfterTheIndexWasMerged(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, v, "a check after the index was merged elsewhere")
 }
+
+// TestSearchTenantNumbers: a search remembers its tenant's number in the
+// index, but not that a tenant has none yet: an episode captured after
+// (here by another process's store on the same file) is found, and a
+// second tenant's number leads to its own episodes alone.
+func TestSearchTenantNumbers(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "t.db")
+	a, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer b.Close()
+
+	hits, err := a.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: "acme", Text: "zebras"})
+	require.NoError(t, err)
+	require.Empty(t, hits, "no episode yet")
+	_, err = b.AddEpisode(ctx, sgam.Episode{Tenant: "globex", ID: "g1", Content: "globex keeps zebras"})
+	require.NoError(t, err)
+	_, err = b.AddEpisode(ctx, sgam.Episode{Tenant: "acme", ID: "a1", Content: "acme keeps zebras too"})
+	require.NoError(t, err)
+	for range 2 { // the number read, then the number remembered
+		for tenant, want := range map[string]string{"acme": "a1", "globex": "g1"} {
+			hits, err := a.SearchEpisodes(ctx, sgam.SearchQuery{Tenant: tenant, Text: "zebras"})
+			require.NoError(t, err)
+			require.Len(t, hits, 1, tenant)
+			require.Equal(t, want, hits[0].Episode.ID, tenant)
+		}
+	}
+	a.d.tenants.mu.Lock()
+	require.Len(t, a.d.tenants.n, 2)
+	a.d.tenants.mu.Unlock()
+}

@@ -74,6 +74,7 @@ type db struct {
 	clock    sgam.Clock
 	progress func(what string, done, total int) // of Options
 	terms    termCountCache                     // search.go
+	tenants  tenantNumbers                      // search.go
 
 	wdb *sql.DB
 	wmu sync.Mutex // serializes writers of this process; BEGIN IMMEDIATE serializes processes
