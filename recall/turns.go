@@ -75,7 +75,7 @@ type waiter struct {
 // take waits for a turn. Its error, when ctx ends first, is Unavailable.
 func (t *turns) take(ctx context.Context) error {
 	t.mu.Lock()
-	if t.free > 0 { // then none waits: give hands a turn to the first waiter
+	if t.free > 0 { // a free turn means none waits: give hands turns to waiters first
 		t.free--
 		t.mu.Unlock()
 		return nil
