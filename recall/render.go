@@ -333,7 +333,8 @@ func reach(head *Context, a answer) int {
 	return len(c.Facts) + len(c.Related)
 }
 
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// stamp is how a rendered line writes an instant.
+func stamp(t time.Time) string { return string(appendStamp(nil, t)) }
 
 // appendStamp appends stamp(t) to b.
 func appendStamp(b []byte, t time.Time) []byte { return t.UTC().AppendFormat(b, time.RFC3339Nano) }
